@@ -1,0 +1,66 @@
+"""The call path every `forward` goes through, and the hooks that plug into it.
+
+Per-module hooks (like PyTorch):
+- forward pre-hook  `hook(module, args, kwargs) -> None | (args, kwargs)`
+- forward hook      `hook(module, args, kwargs, output) -> None | new_output`
+Hooks may be plain functions or coroutine functions.
+
+Global interceptors (for tracing, usage accounting, ...) wrap *every* module call:
+`interceptor(module, call_next, args, kwargs) -> output`, an async function that must call
+`await call_next(args, kwargs)` exactly once (or raise). The first registered is the outermost.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from .module import Module
+
+PreHook: TypeAlias = Callable[..., Any]
+PostHook: TypeAlias = Callable[..., Any]
+CallNext: TypeAlias = Callable[[tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
+Interceptor: TypeAlias = Callable[
+    ["Module", CallNext, tuple[Any, ...], dict[str, Any]], Awaitable[Any]
+]
+
+_ids = itertools.count()
+_interceptors: dict[int, Interceptor] = {}
+
+
+class RemovableHandle:
+    """Returned by every `register_*` call; `.remove()` unregisters (idempotent), or use `with`."""
+
+    __slots__ = ("_id", "_registry")
+
+    def __init__(self, registry: dict[int, Any], hook: Any) -> None:
+        self._id = next(_ids)
+        self._registry = registry
+        registry[self._id] = hook
+
+    def remove(self) -> None:
+        self._registry.pop(self._id, None)
+
+    def __enter__(self) -> RemovableHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def register_module_call_interceptor(interceptor: Interceptor) -> RemovableHandle:
+    """Wrap every module call in the process (the seam tracing and usage accounting use)."""
+    return RemovableHandle(_interceptors, interceptor)
+
+
+def active_interceptors() -> dict[int, Interceptor]:
+    return _interceptors
+
+
+async def maybe_await(value: Any) -> Any:
+    if inspect.isawaitable(value):
+        return await value
+    return value

@@ -1,0 +1,483 @@
+"""`Module`: the base class of every component. It owns registration, traversal, providers, the
+call path (hooks), state dicts and checkpoints — one class, like `torch.nn.Module`."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import hashlib
+import inspect
+import os
+import weakref
+from abc import ABC, abstractmethod
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple, Self
+
+from ..errors import (
+    EmbedderNotSet,
+    LLMNotSet,
+    ModuleError,
+    ProviderNotSet,
+    RecursiveModule,
+    RerankerNotSet,
+    SyncCallInLoop,
+    VectorStoreNotSet,
+)
+from . import checkpointing
+from .hooks import RemovableHandle, active_interceptors, maybe_await
+from .parameters import UNSET, Parameter
+
+if TYPE_CHECKING:
+    from ..embedders.base import EmbedderProtocol
+    from ..llms.base import LLMProtocol
+    from ..rerankers.base import RerankerProtocol
+    from ..vector_stores.base import VectorStoreProtocol
+
+# The module whose forward is running in this context: lets `super().forward()` skip a second pass
+# through the hooks while a module calling *itself* still gets one.
+_active_module: contextvars.ContextVar[Module | None] = contextvars.ContextVar(
+    "promptimus_active_module", default=None
+)
+
+_PROVIDER_ERRORS: dict[str, type[ProviderNotSet]] = {
+    "llm": LLMNotSet,
+    "embedder": EmbedderNotSet,
+    "vector_store": VectorStoreNotSet,
+    "reranker": RerankerNotSet,
+}
+
+
+class IncompatibleKeys(NamedTuple):
+    missing_keys: list[str]
+    unexpected_keys: list[str]
+
+
+def _wrap_forward(fn: Callable[..., Any]) -> Callable[..., Any]:
+    @functools.wraps(fn)
+    async def forward(self: Module, *args: Any, **kwargs: Any) -> Any:
+        if _active_module.get() is self and type(self).forward is not forward:
+            return await fn(self, *args, **kwargs)  # a super().forward() call inside our own call
+        return await self._call(fn, args, kwargs)
+
+    forward.__promptimus_wrapped__ = True  # type: ignore[attr-defined]
+    return forward
+
+
+class Module(ABC):
+    """Base class for all promptimus components.
+
+    Assigning a `Parameter` or a `Module` to a public attribute registers it under that name, in
+    assignment order; reassigning replaces it, `del` unregisters it. Names starting with `_` are
+    plain attributes. A module may be shared by several parents (a diamond), never by itself or
+    one of its descendants (a cycle raises `RecursiveModule`).
+    """
+
+    _parameters: dict[str, Parameter[Any]]
+    _submodules: dict[str, Module]
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_submodules", {})
+        object.__setattr__(self, "_owners", [])
+        object.__setattr__(self, "_providers", {})
+        object.__setattr__(self, "_forward_pre_hooks", {})
+        object.__setattr__(self, "_forward_hooks", {})
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        fn = cls.__dict__.get("forward")
+        if fn is None or getattr(fn, "__promptimus_wrapped__", False):
+            return
+        if getattr(fn, "__isabstractmethod__", False):
+            return
+        if not inspect.iscoroutinefunction(fn):
+            raise ModuleError(
+                f"{cls.__name__}.forward must be defined with `async def`; promptimus modules are "
+                "awaited (`await module(...)`). Use `module.run_sync(...)` from synchronous code."
+            )
+        cls.forward = _wrap_forward(fn)  # type: ignore[method-assign]
+
+    # ------------------------------------------------------------------ registration
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name.startswith("_"):
+            object.__setattr__(self, name, value)
+            return
+        registry = self.__dict__.get("_parameters")
+        if registry is None:
+            raise ModuleError(
+                f"{type(self).__name__}: call `super().__init__()` at the start of __init__ "
+                f"before assigning {name!r}."
+            )
+        class_attr = inspect.getattr_static(type(self), name, None)
+        if hasattr(class_attr, "__set__"):  # a property or other data descriptor owns this name
+            object.__setattr__(self, name, value)
+            return
+        if isinstance(value, Parameter | Module):
+            if callable(class_attr) or isinstance(class_attr, staticmethod | classmethod):
+                raise ModuleError(
+                    f"Cannot register {name!r} on {type(self).__name__}: that name is a method of "
+                    "the class. Choose another attribute name."
+                )
+            self._register(name, value)
+            object.__setattr__(self, name, value)
+            return
+        if name in registry or name in self._submodules:
+            kind = "Parameter" if name in registry else "submodule"
+            hint = f"set `{name}.value = ...`" if kind == "Parameter" else "assign a Module"
+            raise ModuleError(
+                f"{self._where()}: {name!r} is a registered {kind}; to change it {hint}, or "
+                f"`del module.{name}` first if you mean to replace it with a plain attribute."
+            )
+        object.__setattr__(self, name, value)
+
+    def __delattr__(self, name: str) -> None:
+        if name in self._parameters or name in self._submodules:
+            self._unregister(name)
+        object.__delattr__(self, name)
+
+    def _register(self, name: str, value: Parameter[Any] | Module) -> None:
+        if isinstance(value, Module):
+            self._check_no_cycle(name, value)
+        if name in self._parameters or name in self._submodules:
+            old = self._member(name)
+            if old is value:
+                return
+            if isinstance(value, Parameter) == isinstance(old, Parameter):
+                self._detach_member(name)
+                # dict assignment keeps the name's position: replacing is not re-ordering
+                (self._parameters if isinstance(value, Parameter) else self._submodules)[name] = (
+                    value  # type: ignore[assignment]
+                )
+                value._attach(self, name)
+                return
+            self._unregister(name)
+        if isinstance(value, Parameter):
+            self._parameters[name] = value
+        else:
+            self._submodules[name] = value
+        value._attach(self, name)
+
+    def _member(self, name: str) -> Parameter[Any] | Module | None:
+        param = self._parameters.get(name)
+        return param if param is not None else self._submodules.get(name)
+
+    def _detach_member(self, name: str) -> None:
+        member = self._member(name)
+        if member is not None:
+            member._detach(self, name)
+
+    def _unregister(self, name: str) -> None:
+        self._detach_member(name)
+        self._parameters.pop(name, None)
+        self._submodules.pop(name, None)
+
+    def _check_no_cycle(self, name: str, child: Module) -> None:
+        if child is self:
+            raise RecursiveModule(
+                f"Cannot register {type(self).__name__} as its own submodule {name!r}."
+            )
+        seen: set[int] = set()
+        todo: deque[Module] = deque([self])
+        while todo:
+            node = todo.popleft()
+            for owner in node._live_owners():
+                if owner is child:
+                    raise RecursiveModule(
+                        f"Cannot register {child._where()} as {name!r} under {self._where()}: it "
+                        "already contains that module, so the tree would loop. A module may be "
+                        "shared by several parents, but never placed inside itself."
+                    )
+                if id(owner) not in seen:
+                    seen.add(id(owner))
+                    todo.append(owner)
+
+    def _attach(self, owner: Module, name: str) -> None:
+        self._owners.append((weakref.ref(owner), name))
+
+    def _detach(self, owner: Module, name: str) -> None:
+        self._owners[:] = [(r, n) for r, n in self._owners if not (r() is owner and n == name)]
+
+    def _live_owners(self) -> Iterator[Module]:
+        for ref, _ in self._owners:
+            owner = ref()
+            if owner is not None:
+                yield owner
+
+    # ------------------------------------------------------------------ paths and traversal
+
+    @property
+    def path(self) -> str:
+        """Dotted path from the root (`""` for a root; the first parent's path when shared)."""
+        for ref, name in self._owners:
+            owner = ref()
+            if owner is not None:
+                prefix = owner.path
+                return f"{prefix}.{name}" if prefix else name
+        return ""
+
+    def _where(self) -> str:
+        path = self.path
+        return f"{path!r} ({type(self).__name__})" if path else f"root {type(self).__name__}"
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        yield from self._submodules.items()
+
+    def children(self) -> Iterator[Module]:
+        yield from self._submodules.values()
+
+    def named_modules(
+        self, prefix: str = "", remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Module]]:
+        """Every module in the tree, depth first, the root first under `prefix`."""
+        seen: set[int] = set()
+
+        def walk(module: Module, path: str) -> Iterator[tuple[str, Module]]:
+            if remove_duplicate:
+                if id(module) in seen:
+                    return
+                seen.add(id(module))
+            yield path, module
+            for name, child in module._submodules.items():
+                yield from walk(child, f"{path}.{name}" if path else name)
+
+        yield from walk(self, prefix)
+
+    def modules(self) -> Iterator[Module]:
+        for _, module in self.named_modules():
+            yield module
+
+    def named_parameters(
+        self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+    ) -> Iterator[tuple[str, Parameter[Any]]]:
+        seen: set[int] = set()
+        modules = (
+            self.named_modules(prefix, remove_duplicate=remove_duplicate)
+            if recurse
+            else iter([(prefix, self)])
+        )
+        for path, module in modules:
+            for name, param in module._parameters.items():
+                if remove_duplicate:
+                    if id(param) in seen:
+                        continue
+                    seen.add(id(param))
+                yield (f"{path}.{name}" if path else name), param
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter[Any]]:
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def requires_grad_(self, requires_grad: bool = True) -> Self:
+        """Mark every parameter in the tree trainable (or frozen, with False)."""
+        for param in self.parameters():
+            param.frozen = not requires_grad
+        return self
+
+    # ------------------------------------------------------------------ providers
+
+    def _set_provider(self, kind: str, provider: Any) -> Self:
+        self._providers[kind] = provider
+        return self
+
+    def _resolve_provider(self, kind: str) -> Any:
+        todo: deque[Module] = deque([self])
+        seen: set[int] = set()
+        while todo:
+            node = todo.popleft()
+            provider = node._providers.get(kind)
+            if provider is not None:
+                return provider
+            for owner in node._live_owners():
+                if id(owner) not in seen:
+                    seen.add(id(owner))
+                    todo.append(owner)
+        label = kind.replace("_", " ")
+        raise _PROVIDER_ERRORS[kind](
+            f"{self._where()} needs a {label} but neither it nor any parent has one; call "
+            f"`.with_{kind}(...)` on it or on an ancestor."
+        )
+
+    def with_llm(self, llm: LLMProtocol) -> Self:
+        return self._set_provider("llm", llm)
+
+    def with_embedder(self, embedder: EmbedderProtocol) -> Self:
+        return self._set_provider("embedder", embedder)
+
+    def with_vector_store(self, vector_store: VectorStoreProtocol) -> Self:
+        return self._set_provider("vector_store", vector_store)
+
+    def with_reranker(self, reranker: RerankerProtocol) -> Self:
+        return self._set_provider("reranker", reranker)
+
+    @property
+    def llm(self) -> LLMProtocol:
+        return self._resolve_provider("llm")  # type: ignore[no-any-return]
+
+    @property
+    def embedder(self) -> EmbedderProtocol:
+        return self._resolve_provider("embedder")  # type: ignore[no-any-return]
+
+    @property
+    def vector_store(self) -> VectorStoreProtocol:
+        return self._resolve_provider("vector_store")  # type: ignore[no-any-return]
+
+    @property
+    def reranker(self) -> RerankerProtocol:
+        return self._resolve_provider("reranker")  # type: ignore[no-any-return]
+
+    def has_provider(self, kind: str) -> bool:
+        try:
+            self._resolve_provider(kind)
+        except ProviderNotSet:
+            return False
+        return True
+
+    # ------------------------------------------------------------------ calling
+
+    @abstractmethod
+    async def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation. Call it as `await module(...)` or `await module.forward(...)`."""
+
+    async def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return await self.forward(*args, **kwargs)
+
+    async def _call(
+        self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> Any:
+        token = _active_module.set(self)
+        try:
+            interceptors = active_interceptors()
+            if not (self._forward_pre_hooks or self._forward_hooks or interceptors):
+                return await fn(self, *args, **kwargs)
+
+            async def innermost(a: tuple[Any, ...], kw: dict[str, Any]) -> Any:
+                _active_module.set(self)
+                for hook in list(self._forward_pre_hooks.values()):
+                    changed = await maybe_await(hook(self, a, kw))
+                    if changed is not None:
+                        a, kw = changed
+                output = await fn(self, *a, **kw)
+                for hook in list(self._forward_hooks.values()):
+                    replaced = await maybe_await(hook(self, a, kw, output))
+                    if replaced is not None:
+                        output = replaced
+                return output
+
+            call: Callable[[tuple[Any, ...], dict[str, Any]], Any] = innermost
+            for interceptor in reversed(list(interceptors.values())):
+                call = functools.partial(interceptor, self, call)
+            return await call(args, kwargs)
+        finally:
+            _active_module.reset(token)
+
+    def run_sync(self, *args: Any, **kwargs: Any) -> Any:
+        """Run `forward` from synchronous code (scripts). Inside an event loop, `await` instead."""
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return asyncio.run(self.forward(*args, **kwargs))
+        raise SyncCallInLoop(
+            f"{type(self).__name__}.run_sync() was called inside a running event loop (Jupyter, "
+            "an async function); use `await module(...)` there instead."
+        )
+
+    def register_forward_pre_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """`hook(module, args, kwargs)` runs before forward; it may return `(args, kwargs)`."""
+        return RemovableHandle(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook: Callable[..., Any]) -> RemovableHandle:
+        """`hook(module, args, kwargs, output)` runs after forward; it may return a new output."""
+        return RemovableHandle(self._forward_hooks, hook)
+
+    # ------------------------------------------------------------------ state
+
+    def state_dict(self) -> dict[str, Any]:
+        """Flat `{"dotted.path": value}` of every set parameter (shared ones under every path)."""
+        return {
+            name: param._value
+            for name, param in self.named_parameters(remove_duplicate=False)
+            if param._value is not UNSET
+        }
+
+    def load_state_dict(self, state: Mapping[str, Any], strict: bool = True) -> IncompatibleKeys:
+        """Load a flat state dict; all or nothing. Returns the keys skipped when `strict=False`."""
+        nested: dict[str, Any] = {"params": {}, "submodules": {}}
+        for key, value in state.items():
+            *parents, leaf = key.split(".")
+            node = nested
+            for part in parents:
+                node = node["submodules"].setdefault(part, {"params": {}, "submodules": {}})
+            node["params"][leaf] = value
+        plan = checkpointing.plan_load(self, nested, strict=strict)
+        plan.apply()
+        return IncompatibleKeys(plan.missing, plan.unexpected)
+
+    def serialize(self) -> dict[str, Any]:
+        """The module dict: `{"params": {name: value}, "submodules": {name: module_dict}}`, in
+        registration order (unset parameters are left out)."""
+        return {
+            "params": {
+                name: param._value
+                for name, param in self._parameters.items()
+                if param._value is not UNSET
+            },
+            "submodules": {name: child.serialize() for name, child in self._submodules.items()},
+        }
+
+    def load_dict(self, checkpoint: Mapping[str, Any], strict: bool = True) -> Self:
+        """Load a module dict (as `serialize()` returns); validated first, then all or nothing."""
+        checkpointing.plan_load(self, checkpoint, strict=strict).apply()
+        return self
+
+    def describe(self) -> str:
+        """The module's checkpoint as TOML text: what `save()` would write."""
+        return checkpointing.module_dict_to_toml_str(self.serialize())
+
+    def save(self, path: str | os.PathLike[str]) -> Self:
+        """Write the checkpoint atomically: on any failure the previous file stays intact."""
+        checkpointing.atomic_write_text(Path(path), self.describe())
+        return self
+
+    def load(
+        self,
+        path: str | os.PathLike[str],
+        strict: bool = True,
+        allow_paths: Iterable[str | os.PathLike[str]] = (),
+    ) -> Self:
+        """Load a TOML checkpoint, resolving `${file:...}`/`${pkg:...}` references.
+
+        `${file:}` references may only read inside the checkpoint's folder, or inside a folder in
+        `allow_paths`.
+        """
+        data = checkpointing.read_checkpoint(Path(path), allow_paths=allow_paths)
+        return self.load_dict(data, strict=strict)
+
+    def digest(self) -> str:
+        """A content hash of the tree: equal values give equal digests, however they were set."""
+        h = hashlib.sha256()
+        for name in sorted(self._parameters):
+            h.update(f"p:{name}={self._parameters[name].digest};".encode())
+        for name in sorted(self._submodules):
+            h.update(f"m:{name}={self._submodules[name].digest()};".encode())
+        return h.hexdigest()
+
+    # ------------------------------------------------------------------ repr
+
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = [f"({name}): {param!r}" for name, param in self._parameters.items()]
+        for name, child in self._submodules.items():
+            child_lines = repr(child).split("\n")
+            lines.append(f"({name}): " + "\n  ".join(child_lines))
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        body = "".join(f"\n  {line}" for line in lines)
+        head = f"{type(self).__name__}({extra}" if extra else f"{type(self).__name__}("
+        return f"{head}{body}\n)"

@@ -1,0 +1,152 @@
+"""`Parameter`: a named, checkpointed value owned by a `Module` (a prompt, a number, a list)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import weakref
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+
+from ..errors import InvalidParameterValue, ParamNotSet
+
+if TYPE_CHECKING:
+    from .module import Module
+
+ParamValue: TypeAlias = "str | int | float | bool | list[ParamValue]"
+T = TypeVar("T")
+
+
+class _Unset:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<unset>"
+
+
+UNSET: Any = _Unset()
+
+
+def check_value(value: Any, where: str = "a Parameter") -> Any:
+    """Return `value` if a checkpoint can hold it exactly, else raise `InvalidParameterValue`.
+
+    Checkpoints hold str, int, float, bool and (nested) lists of these. Strings must be encodable
+    as UTF-8 (no lone surrogates), so a value that is accepted here always saves.
+    """
+    if isinstance(value, bool | int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidParameterValue(
+                f"{where} got a string with an unpaired surrogate at index {exc.start}; "
+                "checkpoints are UTF-8, so remove or replace that character."
+            ) from None
+        return value
+    if isinstance(value, list):
+        for item in value:
+            check_value(item, where)
+        return value
+    raise InvalidParameterValue(
+        f"{where} cannot hold a value of type {type(value).__name__}; use str, int, float, bool "
+        "or a list of these (convert tuples to lists, serialise objects to text yourself)."
+    )
+
+
+def _canonical(value: Any) -> Any:
+    # Tagged so that 1, 1.0, True and "1" never share a digest.
+    if isinstance(value, bool):
+        return ["b", value]
+    if isinstance(value, int):
+        return ["i", str(value)]
+    if isinstance(value, float):
+        return ["f", value.hex() if math.isfinite(value) else repr(value)]
+    if isinstance(value, str):
+        return ["s", value]
+    return ["l", [_canonical(v) for v in value]]
+
+
+def value_digest(value: Any) -> str:
+    """A stable content hash of a parameter value (or of `UNSET`)."""
+    payload = ["unset"] if value is UNSET else _canonical(value)
+    text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+class Parameter(Generic[T]):
+    """A value a module exposes for checkpoints and optimizers.
+
+    `Parameter()` starts unset: reading `.value` raises `ParamNotSet` naming the parameter's path.
+    `frozen=True` marks it as not trainable (optimizers leave it alone); frozen-ness belongs to
+    the program, not of the checkpoint, so it is never saved.
+    """
+
+    __slots__ = ("__weakref__", "_owners", "_value", "frozen")
+
+    def __init__(self, value: T | None = None, *, frozen: bool = False) -> None:
+        self._value: Any = UNSET if value is None else check_value(value)
+        self._owners: list[tuple[weakref.ref[Module], str]] = []
+        self.frozen = frozen
+
+    @property
+    def value(self) -> T:
+        if self._value is UNSET:
+            raise ParamNotSet(
+                f"Parameter {self.path or '(unattached)'!r} has no value yet; set `.value`, pass a "
+                "value when constructing it, or load a checkpoint that contains it."
+            )
+        return self._value  # type: ignore[no-any-return]
+
+    @value.setter
+    def value(self, value: T) -> None:
+        self._value = UNSET if value is None else check_value(value, f"Parameter {self.path!r}")
+
+    @property
+    def is_set(self) -> bool:
+        return self._value is not UNSET
+
+    @property
+    def requires_grad(self) -> bool:
+        return not self.frozen
+
+    @requires_grad.setter
+    def requires_grad(self, flag: bool) -> None:
+        self.frozen = not flag
+
+    @property
+    def name(self) -> str:
+        for owner_ref, name in self._owners:
+            if owner_ref() is not None:
+                return name
+        return ""
+
+    @property
+    def path(self) -> str:
+        """Dotted path from the root module, e.g. `agent.memory.prompt` (first owner if shared)."""
+        for owner_ref, name in self._owners:
+            owner = owner_ref()
+            if owner is not None:
+                prefix = owner.path
+                return f"{prefix}.{name}" if prefix else name
+        return ""
+
+    @property
+    def digest(self) -> str:
+        return value_digest(self._value)
+
+    def _attach(self, owner: Module, name: str) -> None:
+        self._owners.append((weakref.ref(owner), name))
+
+    def _detach(self, owner: Module, name: str) -> None:
+        self._owners = [(ref, n) for ref, n in self._owners if not (ref() is owner and n == name)]
+
+    def __repr__(self) -> str:
+        if self._value is UNSET:
+            shown = "<unset>"
+        else:
+            shown = repr(self._value)
+            if len(shown) > 60:
+                shown = shown[:57] + "..."
+        frozen = ", frozen=True" if self.frozen else ""
+        return f"Parameter({shown}{frozen})"

@@ -1,0 +1,208 @@
+"""Conversation memory: `Memory` (a bounded message log), `MemoryModule` (memory + prompt + LLM)
+and `ResetMemoryContext` (clear every memory in one or more trees)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import Any, Self
+
+from ..core import Module, current_session
+from ..dto import Message, MessageRole
+from ..errors import InvalidArgument
+from .prompt import Prompt
+
+
+def _bounded(messages: Iterable[Message], size: int) -> deque[Message]:
+    window: deque[Message] = deque(messages)
+    while len(window) > size:
+        window.popleft()
+    # A tool result whose request was evicted would be rejected by the API: drop it too.
+    while window and window[0].role == MessageRole.TOOL:
+        window.popleft()
+    return window
+
+
+class Memory:
+    """The last `size` messages of a conversation. Evicting an assistant tool-call message also
+    evicts the tool results that answered it."""
+
+    def __init__(self, size: int = 10) -> None:
+        if size < 0:
+            raise InvalidArgument(f"Memory size must be >= 0, got {size}.")
+        self._size = size
+        self.data: deque[Message] = deque()
+
+    @property
+    def size(self) -> int:
+        return self._size
+
+    @size.setter
+    def size(self, size: int) -> None:
+        if size < 0:
+            raise InvalidArgument(f"Memory size must be >= 0, got {size}.")
+        self._size = size
+        self.data = _bounded(self.data, size)
+
+    def add_message(self, message: Message) -> Self:
+        return self.extend((message,))
+
+    def extend(self, history: Iterable[Message]) -> Self:
+        self.data.extend(history)
+        if len(self.data) > self._size or (self.data and self.data[0].role == MessageRole.TOOL):
+            self.data = _bounded(self.data, self._size)
+        return self
+
+    def preview(self, new: Iterable[Message]) -> list[Message]:
+        """What the memory would hold after `extend(new)`, without changing it."""
+        return list(_bounded((*self.data, *new), self._size))
+
+    def replace_last(self, message: Message) -> Self:
+        self.data[-1] = message
+        return self
+
+    def drop_last(self, n: int = 1) -> Self:
+        for _ in range(min(n, len(self.data))):
+            self.data.pop()
+        return self
+
+    def reset(self) -> None:
+        self.data.clear()
+
+    def as_list(self) -> list[Message]:
+        return list(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+    def __iter__(self) -> Iterator[Message]:
+        return iter(list(self.data))
+
+    def __enter__(self) -> Self:
+        self.reset()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.reset()
+
+    def __repr__(self) -> str:
+        return f"Memory(size={self._size}, messages={len(self.data)})"
+
+
+def as_messages(history: list[Message] | Message | str, role: MessageRole | str) -> list[Message]:
+    if isinstance(history, str):
+        return [Message(role=MessageRole(role), content=history)]
+    if isinstance(history, Message):
+        return [history]
+    return list(history)
+
+
+class MemoryModule(Module):
+    """A prompt with a conversation memory.
+
+    Each `forward` sends memory + new messages and, once the reply arrives, appends the new
+    messages and the reply together. Two calls running at once therefore never see or interleave
+    each other's half-finished exchanges, and a failed call leaves the memory as it was.
+
+    The memory belongs to the current `Session` (see `promptimus.Session`); outside any session
+    the module's own memory is used.
+    """
+
+    def __init__(
+        self,
+        memory_size: int = 10,
+        shared_memory: Memory | None = None,
+        system_prompt: str | None = None,
+        new_message_role: MessageRole | str = MessageRole.USER,
+    ) -> None:
+        super().__init__()
+        self.new_message_role = MessageRole(new_message_role)
+        self.prompt = Prompt(system_prompt)
+        self._memory = shared_memory if shared_memory is not None else Memory(memory_size)
+
+    @property
+    def memory(self) -> Memory:
+        session = current_session()
+        if session is None:
+            return self._memory
+        base = self._memory  # sessions key on the Memory, so shared memories stay shared
+        return session.state(base, lambda: Memory(base.size))
+
+    @memory.setter
+    def memory(self, memory: Memory) -> None:
+        self._memory = memory
+
+    async def forward(self, history: list[Message] | Message | str, **kwargs: Any) -> Message:
+        new = as_messages(history, self.new_message_role)
+        memory = self.memory
+        response = await self.prompt.forward(memory.preview(new), **kwargs)
+        memory.extend((*new, response))
+        return response
+
+    def add_message(self, message: Message) -> Self:
+        self.memory.add_message(message)
+        return self
+
+    def extend(self, history: list[Message]) -> Self:
+        self.memory.extend(history)
+        return self
+
+    def drop_last(self, n: int = 1) -> Self:
+        self.memory.drop_last(n)
+        return self
+
+    def replace_last(self, message: Message) -> Self:
+        self.memory.replace_last(message)
+        return self
+
+    def extra_repr(self) -> str:
+        return f"memory_size={self._memory.size}"
+
+
+class ResetMemoryContext:
+    """Clears every `MemoryModule` in the given trees on enter and on exit (also on errors).
+
+    The modules are found once, breadth first, when the context is created (diamonds counted
+    once). Inside a `Session`, the session's memories are the ones cleared.
+    """
+
+    def __init__(self, *modules: Module) -> None:
+        if not modules:
+            raise InvalidArgument("ResetMemoryContext needs at least one module to reset.")
+        self._memory_modules = self._collect(modules)
+
+    @staticmethod
+    def _collect(roots: Iterable[Module]) -> list[MemoryModule]:
+        found: list[MemoryModule] = []
+        seen: set[int] = set()
+        queue: deque[Module] = deque(roots)
+        while queue:
+            module = queue.popleft()
+            if id(module) in seen:
+                continue
+            seen.add(id(module))
+            if isinstance(module, MemoryModule):
+                found.append(module)
+            queue.extend(module.children())
+        return found
+
+    @property
+    def memory_modules(self) -> list[MemoryModule]:
+        return list(self._memory_modules)
+
+    def reset(self) -> None:
+        for module in self._memory_modules:
+            module.memory.reset()
+
+    def __enter__(self) -> Self:
+        self.reset()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.reset()
+
+    async def __aenter__(self) -> Self:
+        return self.__enter__()
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.__exit__()

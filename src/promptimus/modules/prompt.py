@@ -1,0 +1,33 @@
+"""`Prompt`: a templated message (system by default) sent ahead of the history to the LLM."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import Module, Parameter
+from ..dto import Message, MessageRole
+from ..template import format_template
+
+
+class Prompt(Module):
+    """Formats its `prompt` template with keyword arguments, puts it before `history` and calls
+    the LLM. `render(...)` returns exactly the messages `forward(...)` would send."""
+
+    def __init__(self, prompt: str | None = None, role: MessageRole | str = MessageRole.SYSTEM):
+        super().__init__()
+        self.prompt = Parameter(prompt)
+        self.role = Parameter(MessageRole(role).value)
+
+    def render(self, history: list[Message] | None = None, **kwargs: Any) -> list[Message]:
+        text = format_template(self.prompt.value, kwargs, where=f"Prompt {self.path or 'root'!r}")
+        head = Message(role=MessageRole(self.role.value), content=text)
+        return [head, *history] if history else [head]
+
+    async def forward(
+        self,
+        history: list[Message] | None = None,
+        provider_kwargs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> Message:
+        messages = self.render(history, **kwargs)
+        return await self.llm.achat(messages, **(provider_kwargs or {}))
