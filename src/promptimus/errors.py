@@ -144,3 +144,68 @@ class ScriptExhausted(PromptimusError):
 
 class InvalidArgument(PromptimusError, ValueError):
     """A function was called with an argument it cannot use."""
+
+
+# --- fake server and hashing embedder (added by the fake-server helper) -------------------------
+
+
+class FakeServerError(PromptimusError):
+    """The fake OpenAI server (``promptimus.testing``) could not start or stop."""
+
+
+class InvalidEmbeddingDimensions(PromptimusError, ValueError):
+    """An embedding was requested with fewer than one dimension."""
+
+
+# --- tools (added by the tools helper) ----------------------------------------------------------
+
+
+class ToolArgumentsError(ToolError):
+    """A tool was called with arguments that are not valid JSON or fail validation.
+
+    The message is short and written for the model, so an agent can send it back as the tool
+    result and let the model correct its call.
+    """
+
+
+class ToolExecutionError(ToolError):
+    """The function behind a tool raised; the original exception is attached as `__cause__`."""
+
+
+class UnknownTool(ToolError):
+    """A tool name was requested that is not among the available tools."""
+
+
+class DuplicateToolName(ToolError):
+    """Two tools given to one agent or toolset share a name."""
+
+
+class InvalidToolName(ToolError, ValueError):
+    """A tool name does not match ``^[a-zA-Z0-9_-]{1,64}$`` (the OpenAI rule)."""
+
+
+# --- embedders and vector stores (added by the stores helper) ----------------------------------
+
+
+class VectorStoreError(PromptimusError):
+    """A vector store was used in a way it does not allow, or its data could not be read."""
+
+
+class TextSearchUnsupported(VectorStoreError, NotImplementedError):
+    """``text_search`` was called on a store that only searches by embedding."""
+
+
+class InvalidFilter(VectorStoreError, ValueError):
+    """A ``where`` metadata filter uses an operator or shape the stores do not understand."""
+
+
+class InvalidEmbedding(VectorStoreError, ValueError):
+    """Embeddings have the wrong shape: mismatched lengths, dimensions, or counts."""
+
+
+# --- agents (added by the agents helper) --------------------------------------------------------
+
+
+class ReactParseError(PromptimusError):
+    """A ReACT reply could not be parsed. The message is written for the model: a ReACT agent
+    sends it back as an observation so the model can correct its format."""

@@ -54,8 +54,12 @@ class Memory:
         return self
 
     def preview(self, new: Iterable[Message]) -> list[Message]:
-        """What the memory would hold after `extend(new)`, without changing it."""
-        return list(_bounded((*self.data, *new), self._size))
+        """The request for a turn: as much remembered history as fits, then all of `new` (a
+        turn's own messages are never cut, even when they alone exceed the size)."""
+        new = list(new)
+        room = max(self._size - len(new), 0)
+        old = list(self.data)[-room:] if room else []
+        return [*_bounded(old, room), *new]
 
     def replace_last(self, message: Message) -> Self:
         self.data[-1] = message

@@ -1,0 +1,59 @@
+"""LLM providers behind ``LLMProtocol``, test doubles, and model-string resolution.
+
+Names are imported lazily so ``import promptimus.llms`` does not import ``openai``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from promptimus.llms.accumulator import MessageAccumulator, aaccumulate, accumulate
+    from promptimus.llms.base import LLMProtocol
+    from promptimus.llms.dummy import DummyLLM, DummyLLm
+    from promptimus.llms.ollama import OllamaLLM, OllamaProvider
+    from promptimus.llms.openai import OpenAILike
+    from promptimus.llms.resolve import resolve
+    from promptimus.llms.scripted import ScriptedLLM
+
+_EXPORTS = {
+    "LLMProtocol": "base",
+    "MessageAccumulator": "accumulator",
+    "accumulate": "accumulator",
+    "aaccumulate": "accumulator",
+    "OpenAILike": "openai",
+    "OllamaProvider": "ollama",
+    "OllamaLLM": "ollama",
+    "DummyLLm": "dummy",
+    "DummyLLM": "dummy",
+    "ScriptedLLM": "scripted",
+    "resolve": "resolve",
+}
+
+__all__ = [
+    "DummyLLM",
+    "DummyLLm",
+    "LLMProtocol",
+    "MessageAccumulator",
+    "OllamaLLM",
+    "OllamaProvider",
+    "OpenAILike",
+    "ScriptedLLM",
+    "aaccumulate",
+    "accumulate",
+    "resolve",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'promptimus.llms' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"promptimus.llms.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return [*globals(), *__all__]

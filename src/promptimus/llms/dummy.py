@@ -1,0 +1,38 @@
+"""``DummyLLm``: always answers the same text (the original promptimus test double)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+from promptimus.dto import Message, MessageDelta, MessageRole
+from promptimus.llms.scripted import split_message
+
+
+class DummyLLm:
+    """Replies ``message`` to everything, after ``delay`` seconds; records calls in ``calls``."""
+
+    def __init__(
+        self, message: str = "dummy", delay: float = 0.0, model_name: str = "dummy"
+    ) -> None:
+        self.message = message
+        self.delay = delay
+        self.model_name = model_name
+        self.calls: list[tuple[list[Message], dict[str, Any]]] = []
+
+    def __repr__(self) -> str:
+        return f"DummyLLm(message={self.message!r}, delay={self.delay!r})"
+
+    async def achat(self, history: list[Message], **kwargs: Any) -> Message:
+        self.calls.append((list(history), dict(kwargs)))
+        if self.delay:
+            await asyncio.sleep(self.delay)
+        return Message(role=MessageRole.ASSISTANT, content=self.message, finish_reason="stop")
+
+    async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
+        for delta in split_message(await self.achat(history, **kwargs)):
+            yield delta
+
+
+DummyLLM = DummyLLm

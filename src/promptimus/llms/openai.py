@@ -1,0 +1,227 @@
+"""``OpenAILike``: a chat provider for every OpenAI-compatible server, on the official SDK.
+
+The SDK does the HTTP, timeouts and stream parsing; this class adds what it lacks: one retry layer
+with Retry-After support (the SDK's own retries are off), concurrency and RPM/TPM limits shared by
+every task, cumulative usage accounting, and safe handling of the API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator
+from typing import Any
+
+from promptimus.dto import Message, MessageDelta, Usage
+from promptimus.llms.openai_format import chunk_to_delta, completion_to_message, messages_to_openai
+from promptimus.transport.concurrency import ConcurrencyLimit
+from promptimus.transport.openai_client import OpenAIClientFactory
+from promptimus.transport.rate_limit import RateLimiter, Reservation
+from promptimus.transport.retry import RetryPolicy, classify
+
+_CHARS_PER_TOKEN = 4
+
+
+def _limiter(value: float | RateLimiter | None, period: float) -> RateLimiter | None:
+    if value is None or isinstance(value, RateLimiter):
+        return value
+    return RateLimiter(value, period)
+
+
+class OpenAILike:
+    """Chat with any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp, Groq, OpenRouter...).
+
+    - ``api_key`` falls back to the ``api_key_env`` variable (``OPENAI_API_KEY``) at first call.
+    - ``max_retries`` / ``retry``: transient failures (429, 5xx, 408, 409, timeouts, connection
+      errors) are retried with jittered backoff, honouring ``Retry-After``.
+    - ``max_concurrency``: cap on in-flight requests. ``requests_per_minute`` /
+      ``tokens_per_minute``: sliding-window limits over ``rate_period`` seconds. Each accepts a
+      shared ``ConcurrencyLimit`` / ``RateLimiter`` so several providers can share one quota.
+    - ``call_kwargs``: default request options (``temperature``...) that per-call kwargs override.
+    - ``usage`` and ``request_count`` total every completed request.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        max_concurrency: int | ConcurrencyLimit | None = None,
+        max_retries: int = 4,
+        timeout: float | None = 60.0,
+        requests_per_minute: float | RateLimiter | None = None,
+        tokens_per_minute: float | RateLimiter | None = None,
+        rate_period: float = 60.0,
+        call_kwargs: dict[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+        api_key_env: str = "OPENAI_API_KEY",
+        **client_kwargs: Any,
+    ) -> None:
+        self.model_name = model_name
+        self._factory = OpenAIClientFactory(
+            api_key,
+            base_url,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            client_kwargs=client_kwargs,
+        )
+        self.retry = retry if retry is not None else RetryPolicy(max_retries=max_retries)
+        if isinstance(max_concurrency, int):
+            max_concurrency = ConcurrencyLimit(max_concurrency)
+        self._slots = max_concurrency
+        self._rpm = _limiter(requests_per_minute, rate_period)
+        self._tpm = _limiter(tokens_per_minute, rate_period)
+        self.call_kwargs: dict[str, Any] = dict(call_kwargs or {})
+        self._lock = threading.Lock()
+        self._usage = Usage()
+        self._request_count = 0
+
+    @property
+    def base_url(self) -> str | None:
+        return self._factory.base_url
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens used by every completed request so far."""
+        return self._usage
+
+    @property
+    def request_count(self) -> int:
+        """Number of completed requests (each successful ``achat`` / opened ``astream``)."""
+        return self._request_count
+
+    def reset_usage(self) -> None:
+        with self._lock:
+            self._usage = Usage()
+            self._request_count = 0
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
+
+    # --- request plumbing ------------------------------------------------------------------
+
+    @property
+    def _context(self) -> str:
+        return f"chat request for model {self.model_name!r} at {self.base_url or 'api.openai.com'}"
+
+    def _params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
+        params = {"model": self.model_name, **self.call_kwargs, **kwargs}
+        params["messages"] = messages_to_openai(history)
+        return params
+
+    def _estimate_tokens(self, params: dict[str, Any]) -> float:
+        chars = 0
+        for message in params["messages"]:
+            content = message.get("content")
+            if isinstance(content, str):
+                chars += len(content)
+            elif content:
+                chars += sum(len(part.get("text", "")) for part in content)
+        if "tools" in params:
+            chars += len(str(params["tools"]))
+        budget = params.get("max_completion_tokens") or params.get("max_tokens") or 0
+        return chars / _CHARS_PER_TOKEN + budget
+
+    async def _admit(self, tokens: float) -> tuple[asyncio.Semaphore | None, Reservation | None]:
+        """Take a concurrency slot, then pass the rate limits (in that order, so a request
+        starts right when the limiter admits it)."""
+        slot = await self._slots.acquire() if self._slots is not None else None
+        try:
+            if self._rpm is not None:
+                await self._rpm.acquire()
+            reservation = await self._tpm.acquire(tokens) if self._tpm is not None else None
+        except BaseException:
+            if slot is not None:
+                slot.release()
+            raise
+        return slot, reservation
+
+    def _record(self, usage: Usage | None, reservation: Reservation | None) -> None:
+        with self._lock:
+            self._request_count += 1
+            if usage is not None:
+                self._usage = self._usage + usage
+        if reservation is not None and usage is not None and usage.total_tokens:
+            reservation.settle(usage.total_tokens)
+
+    # --- public API --------------------------------------------------------------------------
+
+    async def achat(self, history: list[Message], **kwargs: Any) -> Message:
+        params = self._params(history, kwargs)
+        params.pop("stream", None)
+        params.pop("stream_options", None)
+        client = self._factory.get()
+        tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
+
+        async def attempt() -> tuple[Any, Reservation | None]:
+            slot, reservation = await self._admit(tokens)
+            try:
+                return await client.chat.completions.create(**params), reservation
+            finally:
+                if slot is not None:
+                    slot.release()
+
+        completion, reservation = await self.retry.run(
+            attempt, context=self._context, redact=self._factory.secrets()
+        )
+        message = completion_to_message(completion)
+        self._record(message.usage, reservation)
+        return message
+
+    async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
+        """Stream the reply. A failure before the first chunk is retried; after it, it is raised
+        (as ``ProviderUnavailable`` / ``ProviderResponseError``) since output was delivered."""
+        params = self._params(history, kwargs)
+        params["stream"] = True
+        if params.get("stream_options", ...) is None:
+            del params["stream_options"]  # for servers that reject the option
+        else:
+            params["stream_options"] = {"include_usage": True, **params.get("stream_options", {})}
+        client = self._factory.get()
+        tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
+        secrets = self._factory.secrets()
+
+        async def open_stream() -> tuple[Any, Any, Any, asyncio.Semaphore | None, Any]:
+            slot, reservation = await self._admit(tokens)
+            try:
+                stream = await client.chat.completions.create(**params)
+                chunks = stream.__aiter__()
+                try:
+                    first = await anext(chunks, None)
+                except BaseException:
+                    await stream.close()
+                    raise
+            except BaseException:
+                if slot is not None:
+                    slot.release()
+                raise
+            return stream, chunks, first, slot, reservation
+
+        stream, chunks, chunk, slot, reservation = await self.retry.run(
+            open_stream, context=self._context, redact=secrets
+        )
+        usage: Usage | None = None
+        try:
+            while chunk is not None:
+                delta = chunk_to_delta(chunk)
+                if delta.usage is not None:
+                    usage = delta.usage
+                yield delta
+                try:
+                    chunk = await anext(chunks, None)
+                except Exception as exc:
+                    failure = classify(exc)
+                    if failure is None:
+                        raise
+                    raise self.retry.translate(
+                        exc,
+                        failure,
+                        context=f"{self._context} (stream interrupted)",
+                        redact=secrets,
+                    ) from exc
+        finally:
+            if slot is not None:
+                slot.release()
+            self._record(usage, reservation)
+            await stream.close()

@@ -1,0 +1,119 @@
+"""Turn a model string like ``"openai:gpt-4o-mini"`` into an LLM provider.
+
+Spec grammar: ``provider:model`` split on the first colon (``ollama:llama3.2:3b`` is provider
+``ollama``, model ``llama3.2:3b``), or an alias defined by ``PROMPTIMUS_MODEL_<ALIAS>=<spec>``.
+Providers: ``openai`` (OPENAI_API_KEY, OPENAI_BASE_URL), ``ollama`` (OLLAMA_BASE_URL /
+OLLAMA_HOST), and any ``<name>`` with ``<NAME>_API_BASE`` (+ ``<NAME>_API_KEY``) set.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from promptimus.errors import ModelResolutionError
+from promptimus.llms.base import LLMProtocol
+
+ALIAS_PREFIX = "PROMPTIMUS_MODEL_"
+BUILTIN_PROVIDERS = ("openai", "ollama")
+
+
+def _env_name(name: str) -> str:
+    return re.sub(r"[^0-9A-Za-z]", "_", name).upper()
+
+
+def _aliases(env: Mapping[str, str]) -> list[str]:
+    return sorted(
+        k[len(ALIAS_PREFIX) :].lower()
+        for k in env
+        if k.startswith(ALIAS_PREFIX) and k != ALIAS_PREFIX
+    )
+
+
+def _custom_providers(env: Mapping[str, str]) -> list[str]:
+    return sorted(
+        k[: -len("_API_BASE")].lower() for k in env if k.endswith("_API_BASE") and len(k) > 9
+    )
+
+
+def _available(env: Mapping[str, str]) -> str:
+    providers = [
+        *BUILTIN_PROVIDERS,
+        *(p for p in _custom_providers(env) if p not in BUILTIN_PROVIDERS),
+    ]
+    aliases = _aliases(env)
+    text = f"Available providers: {', '.join(providers)}"
+    return text + (f"; aliases: {', '.join(aliases)}." if aliases else "; no aliases defined.")
+
+
+def _build(provider: str, model: str, env: Mapping[str, str], spec: str) -> LLMProtocol:
+    name = provider.lower()
+    if name == "openai":
+        from promptimus.llms.openai import OpenAILike
+
+        return OpenAILike(model, env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL"))
+    if name == "ollama":
+        from promptimus.llms.ollama import OllamaProvider
+
+        return OllamaProvider(model)
+    prefix = _env_name(provider)
+    base_url = env.get(f"{prefix}_API_BASE")
+    if base_url:
+        from promptimus.llms.openai import OpenAILike
+
+        # Never fall back to OPENAI_API_KEY here: that would send an OpenAI key to another host.
+        return OpenAILike(
+            model, env.get(f"{prefix}_API_KEY"), base_url, api_key_env=f"{prefix}_API_KEY"
+        )
+    raise ModelResolutionError(
+        f"Unknown provider {provider!r} in model spec {spec!r}. {_available(env)} "
+        f"To use an OpenAI-compatible server as {provider!r}, set {prefix}_API_BASE (its base "
+        f"URL, e.g. https://host/v1) and {prefix}_API_KEY."
+    )
+
+
+def resolve(spec: str | LLMProtocol, *, env: Mapping[str, str] | None = None) -> LLMProtocol:
+    """An LLM for ``spec``: providers pass through; strings resolve through aliases to a provider.
+
+    ``env`` defaults to ``os.environ`` (pass a dict to resolve against other settings).
+    """
+    if not isinstance(spec, str):
+        if callable(getattr(spec, "achat", None)):
+            return spec
+        raise ModelResolutionError(
+            f"Cannot use {type(spec).__name__} as an LLM: pass a model string like "
+            '"openai:gpt-4o-mini" or an object with an async achat(history, **kwargs) method.'
+        )
+    environ: Mapping[str, Any] = os.environ if env is None else env
+    chain: list[str] = []
+    current = spec.strip()
+    while True:
+        alias_var = ALIAS_PREFIX + _env_name(current) if ":" not in current else None
+        if alias_var is not None and alias_var in environ:
+            if current.lower() in chain:
+                cycle = " -> ".join([*chain, current.lower()])
+                raise ModelResolutionError(
+                    f"Model alias cycle: {cycle}. Point one of the {ALIAS_PREFIX}* variables "
+                    'at a "provider:model" spec.'
+                )
+            chain.append(current.lower())
+            current = environ[alias_var].strip()
+            continue
+        break
+    via = f" (via alias {' -> '.join(chain)})" if chain else ""
+    provider, sep, model = current.partition(":")
+    if not sep:
+        raise ModelResolutionError(
+            f'Model spec {current!r}{via} is neither "provider:model" (e.g. '
+            f'"openai:gpt-4o-mini", "ollama:llama3.2:3b") nor a known alias. Define an alias '
+            f"with {ALIAS_PREFIX}{_env_name(current) or 'NAME'}=provider:model. "
+            f"{_available(environ)}"
+        )
+    if not provider or not model:
+        raise ModelResolutionError(
+            f"Model spec {current!r}{via} needs both a provider and a model, like "
+            f'"openai:gpt-4o-mini". {_available(environ)}'
+        )
+    return _build(provider, model, environ, current)

@@ -1,0 +1,78 @@
+"""Lazy construction of the official ``openai.AsyncOpenAI`` client, shared by chat and embeddings.
+
+The client is built on first use (so ``import promptimus`` never imports ``openai``), with the SDK's
+own retries off (``RetryPolicy`` is the one retry layer), and one per event loop because pooled
+HTTP connections cannot cross loops.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from promptimus.errors import ProviderConfigError
+from promptimus.transport.per_loop import PerLoop
+
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+
+class OpenAIClientFactory:
+    """Holds connection settings and hands out the client for the running event loop.
+
+    ``api_key`` falls back to the environment variable ``api_key_env`` when the client is first
+    needed; a missing key raises ``ProviderConfigError`` naming that variable. The key is never
+    shown by ``repr``.
+    """
+
+    __slots__ = ("_api_key", "_clients", "api_key_env", "base_url", "client_kwargs", "timeout")
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        *,
+        api_key_env: str = "OPENAI_API_KEY",
+        timeout: float | None = 60.0,
+        client_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self._api_key = api_key
+        self.api_key_env = api_key_env
+        self.base_url = base_url
+        self.timeout = timeout
+        self.client_kwargs = dict(client_kwargs or {})
+        self._clients: PerLoop[AsyncOpenAI] = PerLoop(self._build)
+
+    def api_key(self) -> str:
+        key = self._api_key or os.environ.get(self.api_key_env)
+        if not key:
+            where = f" for {self.base_url}" if self.base_url else ""
+            raise ProviderConfigError(
+                f"No API key{where}: set the {self.api_key_env} environment variable or pass "
+                "api_key=... to the provider (servers that need no key, like a local vLLM, "
+                'accept any placeholder such as api_key="none").'
+            )
+        return key
+
+    def secrets(self) -> tuple[str, ...]:
+        """Values that must be redacted from any error text."""
+        key = self._api_key or os.environ.get(self.api_key_env)
+        return (key,) if key else ()
+
+    def _build(self) -> AsyncOpenAI:
+        key = self.api_key()
+        from openai import AsyncOpenAI
+
+        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0, **self.client_kwargs}
+        if self.base_url is not None:
+            kwargs["base_url"] = self.base_url
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        return AsyncOpenAI(**kwargs)
+
+    def get(self) -> AsyncOpenAI:
+        """The client for the running event loop (created on first use)."""
+        return self._clients.get()
+
+    def __repr__(self) -> str:
+        return f"OpenAIClientFactory(base_url={self.base_url!r})"

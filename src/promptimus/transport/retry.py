@@ -1,0 +1,216 @@
+"""One retry layer for every HTTP provider: classify a failure, back off, retry, give up clearly.
+
+The SDK clients are created with their own retries switched off, so this is the only place a request
+is repeated. Classification is duck-typed (``status_code`` + ``response.headers`` on the exception,
+connection/timeout error classes) so the same policy serves chat, embeddings and any other SDK call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import logging
+import math
+import random
+import sys
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from promptimus.errors import (
+    ProviderResponseError,
+    ProviderUnavailable,
+    RetryBudgetExhausted,
+)
+
+T = TypeVar("T")
+
+log = logging.getLogger("promptimus.transport")
+
+RETRYABLE_STATUSES = frozenset({408, 409, 429})
+"""Besides every 5xx: request timeout, lock conflict, rate limit (as the openai SDK does)."""
+
+_TRANSPORT_ERROR_NAMES = frozenset(
+    {"TransportError", "TimeoutException", "NetworkError", "RemoteProtocolError", "ProtocolError"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """What went wrong with one attempt, as far as retrying is concerned."""
+
+    retryable: bool
+    reason: str
+    """Short human description, e.g. ``HTTP 429: Rate limit reached`` or ``connection error``."""
+    status: int | None = None
+    retry_after: float | None = None
+    """Seconds the server asked us to wait (``retry-after-ms`` / ``Retry-After``), if it said."""
+
+
+def parse_retry_after(headers: Any) -> float | None:
+    """Seconds to wait according to ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP-date)."""
+    if headers is None:
+        return None
+    for name, divisor in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
+        raw = headers.get(name)
+        if raw is None:
+            continue
+        try:
+            value = float(raw) / divisor
+        except ValueError:
+            continue
+        if math.isfinite(value):
+            return max(value, 0.0)
+    raw = headers.get("retry-after")
+    if not raw:
+        return None
+    try:
+        parsed = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError, IndexError):
+        return None
+    return max(parsed.timestamp() - time.time(), 0.0)
+
+
+def _error_message(exc: BaseException) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and isinstance(inner.get("message"), str):
+            return inner["message"]
+        if isinstance(inner, str):
+            return inner
+    message = getattr(exc, "message", None)
+    return message if isinstance(message, str) and message else str(exc) or type(exc).__name__
+
+
+def _is_transport_error(exc: BaseException) -> bool:
+    if isinstance(exc, TimeoutError | ConnectionError):
+        return True
+    openai = sys.modules.get("openai")
+    if openai is not None and isinstance(exc, openai.APIConnectionError):
+        return True
+    return any(
+        cls.__name__ in _TRANSPORT_ERROR_NAMES and cls.__module__.startswith("httpx")
+        for cls in type(exc).__mro__
+    )
+
+
+def classify(exc: BaseException) -> Failure | None:
+    """Describe a provider failure, or return ``None`` if `exc` is not a transport/API failure
+    (a bug, a cancellation) and must propagate untouched."""
+    status = getattr(exc, "status_code", None)
+    response = getattr(exc, "response", None)
+    if isinstance(status, int) and response is not None:
+        headers = getattr(response, "headers", None)
+        reason = f"HTTP {status}: {_error_message(exc)}"
+        should = headers.get("x-should-retry") if headers is not None else None
+        if should in ("true", "false"):
+            retryable = should == "true"
+        else:
+            retryable = status in RETRYABLE_STATUSES or status >= 500
+        return Failure(retryable, reason, status, parse_retry_after(headers))
+    if _is_transport_error(exc):
+        kind = "timeout" if "timeout" in type(exc).__name__.lower() else "connection error"
+        return Failure(True, f"{kind} ({type(exc).__name__}: {exc})")
+    openai = sys.modules.get("openai")
+    if openai is not None and isinstance(exc, openai.OpenAIError):
+        return Failure(False, f"{type(exc).__name__}: {_error_message(exc)}")
+    if type(exc).__name__ == "JSONDecodeError":
+        return Failure(False, f"malformed response body ({exc})")
+    return None
+
+
+def _hint(failure: Failure) -> str:
+    if failure.status in (401, 403):
+        return "Check the API key (and that it is allowed to use this model)."
+    if failure.status == 404:
+        return "Check the model name and that base_url points at the API root (often .../v1)."
+    if failure.status is None and failure.reason.startswith("malformed"):
+        return "Check that base_url points at an OpenAI-compatible API (often ending in /v1)."
+    return "Retrying will not help: fix the request (messages, tools, options) or the model name."
+
+
+def _redact(text: str, secrets: Iterable[str]) -> str:
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "***")
+    return text
+
+
+@dataclass(slots=True)
+class RetryPolicy:
+    """Retry transient failures with full-jitter exponential backoff, honouring ``Retry-After``.
+
+    ``max_retries`` counts repeats, so a call makes at most ``max_retries + 1`` attempts.
+    A server-requested wait is used as-is, bounded by ``max_retry_after``.
+    """
+
+    max_retries: int = 4
+    base_delay: float = 0.5
+    max_delay: float = 8.0
+    max_retry_after: float = 60.0
+
+    def __post_init__(self) -> None:
+        if self.max_retries < 0:
+            raise ValueError("max_retries must be >= 0 (0 disables retries)")
+
+    classify = staticmethod(classify)
+
+    def backoff(self, retry_index: int) -> float:
+        """Full jitter: uniform in ``[0, min(max_delay, base_delay * 2**retry_index)]``."""
+        ceiling = min(self.max_delay, self.base_delay * (2.0 ** min(retry_index, 60)))
+        return random.uniform(0.0, ceiling)
+
+    def delay_for(self, failure: Failure, retry_index: int) -> float:
+        if failure.retry_after is not None:
+            return min(failure.retry_after, self.max_retry_after)
+        return self.backoff(retry_index)
+
+    def translate(
+        self, exc: BaseException, failure: Failure, *, context: str, redact: Iterable[str] = ()
+    ) -> Exception:
+        """The promptimus error to raise for a failure that will not be retried (any more)."""
+        reason = _redact(failure.reason, redact)
+        if failure.retryable:
+            return ProviderUnavailable(
+                f"{context} failed: {reason}. Check that the server is reachable and healthy."
+            )
+        return ProviderResponseError(f"{context} was rejected: {reason}. {_hint(failure)}")
+
+    async def run(
+        self,
+        fn: Callable[[], Awaitable[T]],
+        *,
+        context: str = "request",
+        redact: Iterable[str] = (),
+    ) -> T:
+        """Await ``fn()`` until it succeeds, retrying transient failures within the budget."""
+        attempts = self.max_retries + 1
+        for attempt in range(1, attempts + 1):
+            try:
+                return await fn()
+            except Exception as exc:
+                failure = classify(exc)
+                if failure is None:
+                    raise
+                if not failure.retryable:
+                    raise self.translate(exc, failure, context=context, redact=redact) from exc
+                if attempt == attempts:
+                    reason = _redact(failure.reason, redact)
+                    raise RetryBudgetExhausted(
+                        f"{context} failed after {attempts} attempt{'s' * (attempts > 1)}; "
+                        f"last error: {reason}. The server is overloaded or unreachable: "
+                        "try again later, lower the request rate, or raise max_retries."
+                    ) from exc
+                delay = self.delay_for(failure, attempt - 1)
+                log.debug(
+                    "%s: attempt %d/%d failed (%s); retrying in %.2fs",
+                    context,
+                    attempt,
+                    attempts,
+                    _redact(failure.reason, redact),
+                    delay,
+                )
+                await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # pragma: no cover
