@@ -1,0 +1,35 @@
+"""Test helpers: a real HTTP fake of the OpenAI API for the real ``openai`` SDK to talk to.
+
+    from promptimus.testing import FakeOpenAIServer, Reply, ToolCall, Fault
+
+Importing this package does not import ``openai`` (or any network library); the server itself
+loads on first use of `FakeOpenAIServer`.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from promptimus.testing.script import Fault, RecordedRequest, Reply, Route, ToolCall
+
+if TYPE_CHECKING:
+    from promptimus.testing.fake_openai import FakeOpenAIServer, SpawnedServer
+
+__all__ = [
+    "FakeOpenAIServer",
+    "Fault",
+    "RecordedRequest",
+    "Reply",
+    "Route",
+    "SpawnedServer",
+    "ToolCall",
+]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy so `python -m promptimus.testing.fake_openai` does not import the module twice.
+    if name in ("FakeOpenAIServer", "SpawnedServer"):
+        from promptimus.testing import fake_openai
+
+        return getattr(fake_openai, name)
+    raise AttributeError(f"module 'promptimus.testing' has no attribute {name!r}")

@@ -1,0 +1,468 @@
+"""A fake OpenAI-compatible HTTP server on 127.0.0.1 that the real ``openai`` SDK talks to.
+
+    with FakeOpenAIServer() as srv:
+        srv.chat.script("Hello!", Reply(tool_calls=[ToolCall("add", {"a": 1})]), Fault.status(429))
+        client = openai.OpenAI(base_url=srv.base_url, api_key=srv.api_key)
+
+Endpoints: ``POST /v1/chat/completions`` (JSON or SSE), ``POST /v1/embeddings``, ``GET /v1/models``,
+``POST /v1/rerank``. With nothing scripted, chat answers ``"echo: <last user message>"``, embeddings
+are hashed lexical vectors (`promptimus.embedders.hashing`) and rerank scores by word overlap.
+
+The server runs its own event loop in a daemon thread, both as a sync and as an async context
+manager, so sync clients in async tests cannot deadlock it. For benchmarks, where the client must
+not share a GIL with the server, run it as a subprocess:
+``python -m promptimus.testing.fake_openai --port 0`` or ``FakeOpenAIServer.spawn()``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import itertools
+import json
+import math
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Self
+
+from promptimus.errors import FakeServerError
+from promptimus.testing import payloads
+from promptimus.testing.http import HttpConnection, HttpRequest, HttpServer
+from promptimus.testing.script import Fault, RecordedRequest, Route
+
+__all__ = ["FakeOpenAIServer", "SpawnedServer", "main"]
+
+_DUMMY_KEY = "sk-fake"
+_START_TIMEOUT = 10.0
+
+
+class FakeOpenAIServer:
+    """A scripted OpenAI-compatible server. Start it with ``with`` / ``async with`` or `start`.
+
+    - ``models``: model ids listed by ``GET /v1/models`` (besides every model requested so far).
+    - ``default_reply``: chat text to send when nothing is scripted, instead of the echo.
+    - ``latency``: seconds added before every response (a slow but healthy server).
+    - ``require_auth``: answer 401 unless ``Authorization: Bearer <api_key>`` is sent.
+    - ``record``: keep every request in ``requests`` / ``route.requests`` (off for long benchmarks,
+      where the lists would only grow).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        api_key: str = _DUMMY_KEY,
+        models: tuple[str, ...] | list[str] = ("fake-model", "fake-embedding"),
+        default_reply: str | None = None,
+        latency: float = 0.0,
+        require_auth: bool = False,
+        record: bool = True,
+    ) -> None:
+        self.host = host
+        self.api_key = api_key
+        self.default_reply = default_reply
+        self.latency = latency
+        self.require_auth = require_auth
+        self.record = record
+        self.chat = Route("chat")
+        self.embeddings = Route("embeddings")
+        self.rerank = Route("rerank")
+        self.requests: list[RecordedRequest] = []
+        self._models: dict[str, None] = dict.fromkeys(models)
+        self._requested_port = port
+        self._port: int | None = None
+        self._http = HttpServer(self._handle)
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._stopping: asyncio.Event | None = None
+        self._ids = itertools.count(1)
+        self._call_ids = itertools.count(1)
+        self._routes = {
+            "/v1/chat/completions": ("POST", self._chat),
+            "/v1/embeddings": ("POST", self._embeddings),
+            "/v1/rerank": ("POST", self._rerank),
+            "/v1/models": ("GET", self._list_models),
+        }
+
+    # --- lifecycle ----------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        if self._port is None:
+            raise FakeServerError("The fake server is not running; start it with `with` first.")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}/v1"
+
+    @property
+    def running(self) -> bool:
+        return self._port is not None
+
+    def start(self) -> Self:
+        """Start serving in a background thread with its own event loop; returns self."""
+        if self._thread is not None:
+            return self
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="fake-openai", daemon=True)
+        thread.start()
+        future = asyncio.run_coroutine_threadsafe(self._start_http(), loop)
+        try:
+            self._port = future.result(_START_TIMEOUT)
+        except Exception as exc:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(_START_TIMEOUT)
+            loop.close()
+            raise FakeServerError(
+                f"The fake OpenAI server could not listen on {self.host}:{self._requested_port} "
+                f"({exc}); pick another port or use port=0."
+            ) from exc
+        self._loop, self._thread = loop, thread
+        return self
+
+    def stop(self) -> None:
+        """Stop serving: every open connection (stalled ones included) is closed at once."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._stop_http(), loop).result(_START_TIMEOUT)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(_START_TIMEOUT)
+        if not thread.is_alive():
+            loop.close()
+        self._loop = self._thread = None
+        self._port = None
+
+    close = stop
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    async def __aenter__(self) -> Self:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await asyncio.to_thread(self.stop)
+
+    async def _start_http(self) -> int:
+        self._stopping = asyncio.Event()
+        return await self._http.start(self.host, self._requested_port)
+
+    async def _stop_http(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
+        await self._http.close()
+
+    async def serve_forever(self, on_ready: Callable[[str], None] | None = None) -> None:
+        """Serve on the current event loop until cancelled; calls ``on_ready(base_url)`` first."""
+        self._port = await self._start_http()
+        if on_ready is not None:
+            on_ready(self.base_url)
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await self._stop_http()
+            self._port = None
+
+    def clear(self) -> None:
+        """Forget every recorded request and every route's script and responder."""
+        self.requests.clear()
+        for route in (self.chat, self.embeddings, self.rerank):
+            route.clear()
+
+    @property
+    def models(self) -> list[str]:
+        return list(self._models)
+
+    def __repr__(self) -> str:
+        where = self.base_url if self.running else "stopped"
+        return f"FakeOpenAIServer({where})"
+
+    # --- subprocess mode ----------------------------------------------------------------------
+
+    @staticmethod
+    @contextlib.contextmanager
+    def spawn(reply: str | None = None, latency_ms: float = 0) -> Iterator[SpawnedServer]:
+        """Run the server in a child Python process (own GIL) for the duration of the block."""
+        cmd = [sys.executable, "-m", "promptimus.testing.fake_openai", "--port", "0"]
+        if reply is not None:
+            cmd += ["--reply", reply]
+        if latency_ms:
+            cmd += ["--latency-ms", str(latency_ms)]
+        process = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        try:
+            line = _read_line(process, _START_TIMEOUT)
+            if not line.startswith("READY "):
+                raise FakeServerError(
+                    f"The fake server subprocess did not start (printed {line!r}, exit code "
+                    f"{process.poll()}); run `{' '.join(cmd)}` by hand to see why."
+                )
+            base_url = line.split(" ", 1)[1].strip()
+            port = int(base_url.rsplit(":", 1)[1].split("/", 1)[0])
+            yield SpawnedServer(base_url=base_url, port=port, api_key=_DUMMY_KEY, process=process)
+        finally:
+            process.terminate()
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+
+    # --- dispatch -----------------------------------------------------------------------------
+
+    async def _handle(self, request: HttpRequest, conn: HttpConnection) -> None:
+        body: Any = None
+        bad_json = False
+        if request.body:
+            try:
+                body = json.loads(request.body)
+            except ValueError:
+                bad_json = True
+        if self.record:
+            self.requests.append(
+                RecordedRequest(request.method, request.path, request.headers, body, request.query)
+            )
+        if self.require_auth and request.headers.get("authorization") != f"Bearer {self.api_key}":
+            await _send_error(conn, 401, "fake server: missing or wrong API key")
+            return
+        path = request.path.rstrip("/")
+        route = self._routes.get(path)
+        if route is None and path.startswith("/v1/models/"):
+            await self._get_model(conn, path.removeprefix("/v1/models/"))
+            return
+        if route is None:
+            await _send_error(conn, 404, f"fake server: no route {request.method} {request.path}")
+            return
+        method, handler = route
+        if request.method != method:
+            await _send_error(conn, 405, f"fake server: use {method} for {request.path}")
+            return
+        if method == "POST":
+            if bad_json or not isinstance(body, dict):
+                await _send_error(conn, 400, "fake server: the request body must be a JSON object")
+                return
+            model = body.get("model")
+            if isinstance(model, str) and model not in self._models:
+                self._models[model] = None
+        if self.latency:
+            await asyncio.sleep(self.latency)
+        try:
+            await handler(body, conn)
+        except payloads.BadRequest as exc:
+            if not conn.responded:
+                await _send_error(conn, 400, f"fake server: {exc}")
+        except _ResponderFailed as exc:
+            await _send_error(conn, 500, f"fake server: {exc}")
+
+    async def _next(self, route: Route, body: dict[str, Any]) -> Any:
+        if self.record:
+            route._record(body)
+        try:
+            return await route._next_item(body)
+        except Exception as exc:
+            raise _ResponderFailed(f"{route.name} responder raised {exc!r}") from exc
+
+    async def _apply_fault(
+        self, item: Any, conn: HttpConnection, streaming: bool = False
+    ) -> tuple[bool, Any]:
+        """Act out faults; returns (answered, item to answer with if not)."""
+        while isinstance(item, Fault):
+            if item.kind == "delay":
+                await asyncio.sleep(item.seconds)
+                item = item.then
+                continue
+            if item.kind == "status":
+                await _send_fault_status(conn, item)
+            elif item.kind == "drop" and not (streaming and item.after_chunks):
+                conn.drop()
+            elif item.kind == "stall" and not streaming:
+                await self._stall(conn)
+            elif item.kind == "malformed" and not streaming:
+                await conn.send(200, b'{"id": "broken", "object": "chat.completion", "choices": [')
+            else:
+                return False, item  # a streaming fault: the stream acts it out
+            return True, None
+        return False, item
+
+    async def _stall(self, conn: HttpConnection) -> None:
+        conn.responded = True
+        conn.closing = True
+        await conn.wait_peer_closed()
+
+    async def _chat(self, body: dict[str, Any], conn: HttpConnection) -> None:
+        item = await self._next(self.chat, body)
+        streaming = bool(body.get("stream"))
+        answered, item = await self._apply_fault(item, conn, streaming)
+        if answered:
+            return
+        fault = item if isinstance(item, Fault) else None
+        if fault is not None or item is None:
+            item = self.default_reply
+            if item is None:
+                item = payloads.echo_text(body)
+        if isinstance(item, dict):
+            await _send_json(conn, item)
+            return
+        try:
+            reply = payloads.coerce_reply(item)
+        except TypeError as exc:
+            await _send_error(conn, 500, f"fake server: {exc}")
+            return
+        completion_id = f"chatcmpl-fake-{next(self._ids)}"
+        if not streaming:
+            data = payloads.chat_completion(reply, body, completion_id, self._next_call_id)
+            await _send_json(conn, data)
+            return
+        chunks = payloads.chat_chunks(reply, body, completion_id, self._next_call_id)
+        await self._stream(conn, chunks, fault)
+
+    async def _stream(
+        self, conn: HttpConnection, chunks: Iterator[dict[str, Any]], fault: Fault | None
+    ) -> None:
+        await conn.start_stream(headers={"x-request-id": f"req_fake_{next(self._ids)}"})
+        if fault is not None and fault.kind == "malformed":
+            await conn.send_chunk(b'data: {"id": "broken", "choices": [\n\n')
+            await conn.end_stream()
+            return
+        limit = fault.after_chunks if fault is not None else None
+        for sent, chunk in enumerate(chunks):
+            if sent == limit:
+                break
+            await conn.send_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+        if fault is None:
+            await conn.send_chunk(b"data: [DONE]\n\n")
+            await conn.end_stream()
+        elif fault.kind == "drop":
+            conn.drop()
+        else:  # stall: hang until the client gives up or the server stops
+            conn.closing = True
+            await conn.wait_peer_closed()
+
+    def _next_call_id(self) -> str:
+        return f"call_{next(self._call_ids)}"
+
+    async def _embeddings(self, body: dict[str, Any], conn: HttpConnection) -> None:
+        item = await self._next(self.embeddings, body)
+        answered, item = await self._apply_fault(item, conn)
+        if answered:
+            return
+        if isinstance(item, dict):
+            await _send_json(conn, item)
+        else:
+            await _send_json(conn, payloads.embeddings_response(body, item))
+
+    async def _rerank(self, body: dict[str, Any], conn: HttpConnection) -> None:
+        item = await self._next(self.rerank, body)
+        answered, item = await self._apply_fault(item, conn)
+        if answered:
+            return
+        if isinstance(item, dict):
+            await _send_json(conn, item)
+        else:
+            await _send_json(conn, payloads.rerank_response(body, item))
+
+    async def _list_models(self, body: Any, conn: HttpConnection) -> None:
+        data = [_model(name) for name in list(self._models)]
+        await _send_json(conn, {"object": "list", "data": data})
+
+    async def _get_model(self, conn: HttpConnection, name: str) -> None:
+        if name in self._models:
+            await _send_json(conn, _model(name))
+        else:
+            await _send_error(conn, 404, f"fake server: the model {name!r} does not exist")
+
+
+@dataclass(frozen=True, slots=True)
+class SpawnedServer:
+    """A fake server running in a child process (see `FakeOpenAIServer.spawn`)."""
+
+    base_url: str
+    port: int
+    api_key: str
+    process: subprocess.Popen[str]
+
+
+class _ResponderFailed(Exception):
+    pass
+
+
+def _model(name: str) -> dict[str, Any]:
+    return {"id": name, "object": "model", "created": payloads.CREATED, "owned_by": "fake"}
+
+
+async def _send_json(conn: HttpConnection, data: Any, status: int = 200) -> None:
+    await conn.send(status, json.dumps(data).encode())
+
+
+async def _send_error(conn: HttpConnection, status: int, message: str) -> None:
+    await _send_json(conn, payloads.error_body(status, message), status)
+
+
+async def _send_fault_status(conn: HttpConnection, fault: Fault) -> None:
+    headers: dict[str, str] = {}
+    if fault.retry_after is not None:
+        headers["retry-after"] = str(math.ceil(fault.retry_after))
+        headers["retry-after-ms"] = str(round(fault.retry_after * 1000))
+    body = fault.body if fault.body is not None else payloads.error_body(fault.status_code)
+    raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
+    await conn.send(fault.status_code, raw, headers=headers)
+
+
+def _read_line(process: subprocess.Popen[str], timeout: float) -> str:
+    """The child's first stdout line, or "" if it prints nothing within ``timeout`` seconds."""
+    lines: list[str] = []
+    reader = threading.Thread(
+        target=lambda: lines.append(process.stdout.readline() if process.stdout else ""),
+        daemon=True,
+    )
+    reader.start()
+    reader.join(timeout)
+    return lines[0] if lines else ""
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m promptimus.testing.fake_openai",
+        description="Serve a fake OpenAI-compatible API until killed; prints 'READY <base_url>'.",
+    )
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--reply", default=None, help="chat reply text (default: echo)")
+    parser.add_argument("--latency-ms", type=float, default=0.0, help="delay before each response")
+    args = parser.parse_args(argv)
+    server = FakeOpenAIServer(
+        args.host, args.port, default_reply=args.reply, latency=args.latency_ms / 1000, record=False
+    )
+
+    def announce(base_url: str) -> None:
+        print(f"READY {base_url}", flush=True)
+
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(server.serve_forever(announce))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,161 @@
+"""What a test scripts into the fake server: replies, tool calls, faults, and their queues."""
+
+from __future__ import annotations
+
+import inspect
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+__all__ = ["Fault", "RecordedRequest", "Reply", "Route", "ToolCall"]
+
+
+@dataclass(slots=True)
+class ToolCall:
+    """A tool call the fake model makes. ``dict`` arguments are sent JSON-encoded.
+
+    ``id`` defaults to ``call_1``, ``call_2``, ... numbered per server in the order sent.
+    """
+
+    name: str
+    arguments: str | dict[str, Any] = "{}"
+    id: str | None = None
+
+
+@dataclass(slots=True)
+class Reply:
+    """One chat completion. A plain ``str`` script item means ``Reply(content=that_str)``.
+
+    ``reasoning`` is sent as ``reasoning_content`` (DeepSeek / vLLM style). ``usage`` is a dict or
+    object with ``prompt_tokens``, ``completion_tokens``, ``total_tokens``, ``cached_tokens``,
+    ``reasoning_tokens`` (missing ones are computed); ``None`` computes whitespace-token counts.
+    ``finish_reason`` defaults to ``"tool_calls"`` when there are tool calls, else ``"stop"``;
+    ``model`` defaults to the requested model.
+    """
+
+    content: str | None = None
+    tool_calls: list[ToolCall] | None = None
+    reasoning: str | None = None
+    usage: Any = None
+    finish_reason: str | None = None
+    model: str | None = None
+
+
+FaultKind = Literal["status", "delay", "stall", "malformed", "drop"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fault:
+    """A failure to inject, scripted like any reply on any route. Build one with a constructor:
+
+    - ``Fault.status(429, retry_after=2.5)``: an error status with an OpenAI-shaped JSON body
+      (or ``body``); ``retry_after`` seconds become ``Retry-After`` (whole seconds, rounded up)
+      and ``retry-after-ms`` headers.
+    - ``Fault.delay(1.0, then=item)``: wait, then answer with ``then`` (default reply if None).
+    - ``Fault.stall(after_chunks=N)``: a stream sends N chunks then hangs; a plain request hangs
+      before answering. The server waits until the client gives up or the server stops.
+    - ``Fault.malformed()``: 200 with a body that is not valid JSON (a broken SSE event when
+      streaming).
+    - ``Fault.drop(after_chunks=0)``: close the connection without a response (or mid-stream).
+    """
+
+    kind: FaultKind
+    status_code: int = 500
+    retry_after: float | None = None
+    body: Any = None
+    seconds: float = 0.0
+    then: Any = None
+    after_chunks: int = 0
+
+    @classmethod
+    def status(cls, code: int, retry_after: float | None = None, body: Any = None) -> Fault:
+        return cls("status", status_code=code, retry_after=retry_after, body=body)
+
+    @classmethod
+    def delay(cls, seconds: float, then: Any = None) -> Fault:
+        return cls("delay", seconds=seconds, then=then)
+
+    @classmethod
+    def stall(cls, after_chunks: int = 0) -> Fault:
+        return cls("stall", after_chunks=after_chunks)
+
+    @classmethod
+    def malformed(cls) -> Fault:
+        return cls("malformed")
+
+    @classmethod
+    def drop(cls, after_chunks: int = 0) -> Fault:
+        return cls("drop", after_chunks=after_chunks)
+
+
+@dataclass(slots=True)
+class RecordedRequest:
+    """One request as the server received it. ``json`` is None when the body was not JSON."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    json: Any = None
+    query: str = ""
+
+
+Responder = Callable[[dict[str, Any]], Any | Awaitable[Any]]
+
+
+class Route:
+    """The replies of one endpoint: a FIFO script, then a fallback responder, then the default.
+
+    ``script(*items)`` queues items (one consumed per request); ``respond_with(fn)`` sets the
+    fallback called with the request body when the script is empty (``fn`` may be async and may
+    return None to get the default). ``requests`` holds every request body this route received.
+    Async responders run on the server's own event loop thread.
+    """
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.requests: list[dict[str, Any]] = []
+        self._queue: deque[Any] = deque()
+        self._responder: Responder | None = None
+        self._lock = threading.Lock()
+
+    def script(self, *items: Any) -> Route:
+        with self._lock:
+            self._queue.extend(items)
+        return self
+
+    def respond_with(self, fn: Responder | None) -> Route:
+        self._responder = fn
+        return self
+
+    def clear(self) -> None:
+        """Forget the recorded requests, the queued items and the responder."""
+        with self._lock:
+            self._queue.clear()
+            self.requests.clear()
+            self._responder = None
+
+    @property
+    def pending(self) -> int:
+        """How many scripted items are still queued."""
+        return len(self._queue)
+
+    def _record(self, body: dict[str, Any]) -> None:
+        with self._lock:
+            self.requests.append(body)
+
+    async def _next_item(self, body: dict[str, Any]) -> Any:
+        with self._lock:
+            if self._queue:
+                return self._queue.popleft()
+        responder = self._responder
+        if responder is None:
+            return None
+        item = responder(body)
+        if inspect.isawaitable(item):
+            item = await item
+        return item
+
+    def __repr__(self) -> str:
+        return f"Route({self.name!r}, pending={self.pending}, requests={len(self.requests)})"
