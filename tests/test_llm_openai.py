@@ -272,13 +272,15 @@ async def test_requests_per_period_limit_under_a_burst(srv: FakeOpenAIServer) ->
         return "ok"
 
     srv.chat.respond_with(record)
-    llm = make_llm(srv, requests_per_minute=3, rate_period=0.3)
+    llm = make_llm(srv, requests_per_minute=3, rate_period=0.5)
     await asyncio.gather(*(llm.achat([user(str(i))]) for i in range(7)))
     arrivals.sort()
     assert len(arrivals) == 7
+    # No window of one period holds more than 3 requests. Arrival times carry transit jitter on a
+    # loaded machine, hence the slack; a limiter that let a 4th through would miss by ~0.5 s.
     for i in range(len(arrivals) - 3):
-        assert arrivals[i + 3] - arrivals[i] >= 0.3 - 0.02, arrivals
-    assert arrivals[-1] - arrivals[0] >= 0.55
+        assert arrivals[i + 3] - arrivals[i] >= 0.5 - 0.1, arrivals
+    assert arrivals[-1] - arrivals[0] >= 0.9
 
 
 async def test_max_concurrency_caps_in_flight_requests(srv: FakeOpenAIServer) -> None:

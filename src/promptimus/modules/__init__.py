@@ -10,13 +10,38 @@ _LAZY: dict[str, str] = {
     "Memory": "memory",
     "MemoryModule": "memory",
     "ResetMemoryContext": "memory",
+    "as_messages": "memory",
+    "Tool": "tool",
+    "toolset": "tool",
+    "tool_result_to_text": "tool",
+    "handoff_messages": "tool",
+    "CompositeTool": "composite_tool",
+    "RunContext": "run_context",
+    "RunRecord": "run_record",
+    "StepRecord": "run_record",
+    "ToolCallRecord": "run_record",
+    "current_record": "run_record",
+    "capture_records": "run_record",
+    "recording": "run_record",
 }
 
 if TYPE_CHECKING:
+    from .composite_tool import CompositeTool as CompositeTool
     from .memory import Memory as Memory
     from .memory import MemoryModule as MemoryModule
     from .memory import ResetMemoryContext as ResetMemoryContext
     from .prompt import Prompt as Prompt
+    from .run_context import RunContext as RunContext
+    from .run_record import RunRecord as RunRecord
+    from .run_record import StepRecord as StepRecord
+    from .run_record import ToolCallRecord as ToolCallRecord
+    from .run_record import capture_records as capture_records
+    from .run_record import current_record as current_record
+    from .run_record import recording as recording
+    from .tool import Tool as Tool
+    from .tool import handoff_messages as handoff_messages
+    from .tool import tool_result_to_text as tool_result_to_text
+    from .tool import toolset as toolset
 
 
 def __getattr__(name: str) -> Any:

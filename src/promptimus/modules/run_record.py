@@ -1,0 +1,130 @@
+"""Run records: what an agent run did, step by step — the request it sent, the reply, every tool
+call with its result or error and duration, and the usage — plus the context-variable plumbing
+that attaches a sub-agent's record to the parent's tool call.
+
+An agent does, for one run::
+
+    record = RunRecord()
+    with recording(record):                 # record becomes `current_record()`
+        ...                                 # each LLM call appends a StepRecord
+        with capture_records() as children: # around one tool call
+            text = await tool.call(args, ctx)
+        ToolCallRecord(..., child=children[0] if children else None)
+
+A caller who only has `await agent(...)` can collect the record the same way::
+
+    with capture_records() as runs:
+        answer = await agent("hi")
+    runs[0].steps
+"""
+
+from __future__ import annotations
+
+import contextvars
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..dto import Message, Usage
+
+__all__ = [
+    "RunRecord",
+    "StepRecord",
+    "ToolCallRecord",
+    "capture_records",
+    "current_record",
+    "recording",
+]
+
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    """One tool call: `arguments` exactly as the model wrote them, then either `result` (the text
+    the model saw) or `error`. `child` is the run record of a sub-agent used as the tool."""
+
+    id: str | None
+    name: str
+    arguments: str
+    result: str | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+    child: RunRecord | None = None
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One LLM call within a run (`index` is 0-based) and the tool calls its reply asked for."""
+
+    index: int
+    request: list[Message]
+    reply: Message
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """A whole run: its steps in order and its final `output`."""
+
+    steps: list[StepRecord] = field(default_factory=list)
+    output: Any = None
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens used by this run's own LLM calls plus those of every sub-agent it called."""
+        total = Usage()
+        for step in self.steps:
+            total = total + step.usage
+            for call in step.tool_calls:
+                if call.child is not None:
+                    total = total + call.child.usage
+        return total
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        """Every tool call of this run (not of its children), in order."""
+        return [call for step in self.steps for call in step.tool_calls]
+
+
+_current: contextvars.ContextVar[RunRecord | None] = contextvars.ContextVar(
+    "promptimus_run_record", default=None
+)
+# The list an enclosing `capture_records()` collects into. A mutable list, so records appended in
+# tasks spawned inside the capture (which see a *copy* of the context) still reach it.
+_sink: contextvars.ContextVar[list[RunRecord] | None] = contextvars.ContextVar(
+    "promptimus_run_record_sink", default=None
+)
+
+
+def current_record() -> RunRecord | None:
+    """The record of the innermost run in progress in this context, or None outside any run."""
+    return _current.get()
+
+
+@contextmanager
+def recording(record: RunRecord) -> Iterator[RunRecord]:
+    """Make `record` the current run record for the block, and hand it to the enclosing
+    `capture_records()` if there is one. Runs started inside the block (sub-agents) report to
+    captures opened inside it, never past it to the outer capture."""
+    sink = _sink.get()
+    if sink is not None:
+        sink.append(record)
+    current_token = _current.set(record)
+    sink_token = _sink.set(None)
+    try:
+        yield record
+    finally:
+        _sink.reset(sink_token)
+        _current.reset(current_token)
+
+
+@contextmanager
+def capture_records() -> Iterator[list[RunRecord]]:
+    """Collect the records of the runs that start directly inside the block, in start order."""
+    runs: list[RunRecord] = []
+    token = _sink.set(runs)
+    try:
+        yield runs
+    finally:
+        _sink.reset(token)

@@ -1,0 +1,480 @@
+"""`Tool`: a function or a module the model can call.
+
+    @Tool.decorate
+    def add(a: int, b: int = 1) -> int:
+        '''Add two numbers.
+
+        Args:
+            a: the first number.
+            b: the second number.
+        '''
+        return a + b
+
+    add.to_openai()                       # {"type": "function", "function": {...}}
+    await add.call('{"a": "2"}')          # "3"  (validated, run, converted to text)
+    await add(a=2, b=3)                   # 5    (a plain call through the module call path)
+
+A tool is a `Module`: its `description` is a tunable, checkpointed `Parameter`, and a module
+wrapped with `Tool.from_module` is registered under it (`module`), so its prompts are saved with
+the tool. The schema is built once per tool (see `tool_schema.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import json
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any, overload
+
+import pydantic_core
+from pydantic import Field
+
+from ..core import Module, Parameter, Session
+from ..dto import Message, MessageRole
+from ..errors import (
+    DuplicateToolName,
+    FailedToParseOutput,
+    InvalidToolName,
+    MaxIterExceeded,
+    OutputTruncated,
+    PromptimusError,
+    ToolError,
+    ToolExecutionError,
+)
+from .run_context import RunContext
+from .tool_schema import (
+    FunctionSchema,
+    build_schema,
+    parse_docstring,
+    signature_parameters,
+)
+
+__all__ = [
+    "Tool",
+    "check_tool_name",
+    "handoff_messages",
+    "snake_case",
+    "tool_result_to_text",
+    "toolset",
+]
+
+_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
+
+# Errors a model can react to become ToolExecutionError; every other PromptimusError (no LLM set,
+# provider down, bad template, exhausted test script) is the user's to fix and propagates as is.
+_MODEL_FIXABLE: tuple[type[PromptimusError], ...] = (
+    ToolError,
+    MaxIterExceeded,
+    FailedToParseOutput,
+    OutputTruncated,
+)
+
+
+def check_tool_name(name: Any) -> str:
+    """Return `name` if it is a valid tool name (OpenAI: `^[a-zA-Z0-9_-]{1,64}$`), else raise."""
+    if not isinstance(name, str) or not _NAME.match(name):
+        raise InvalidToolName(
+            f"Invalid tool name {name!r}: use 1 to 64 characters from a-z, A-Z, 0-9, '_' and '-' "
+            "(the OpenAI rule). Pass `name=...` to choose one."
+        )
+    return name
+
+
+def snake_case(name: str) -> str:
+    """`WeatherAgent` -> `weather_agent`, `RAGModule` -> `rag_module`; invalid characters become
+    `_` and the result is cut to 64 characters, so it is always a valid tool name."""
+    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
+    cleaned = re.sub(r"[^a-z0-9_-]+", "_", words).strip("_")
+    return cleaned[:64] or "tool"
+
+
+def tool_result_to_text(result: Any) -> str:
+    """What the model reads back: None -> "OK", str as is, Message -> its content, anything else
+    (pydantic model, dataclass, dict, list, number, bool) -> JSON."""
+    if result is None:
+        return "OK"
+    if isinstance(result, str):
+        return result
+    if isinstance(result, Message):
+        return result.content
+    return pydantic_core.to_json(result, fallback=str).decode()
+
+
+def tool_result_to_jsonable(result: Any) -> Any:
+    """Like `tool_result_to_text`, but a JSON-able value to embed in a larger JSON answer."""
+    if result is None:
+        return "OK"
+    if isinstance(result, Message):
+        return result.content
+    return pydantic_core.to_jsonable_python(result, fallback=str)
+
+
+def handoff_messages(messages: Iterable[Message], include_tool_loop: bool) -> list[Message]:
+    """The parent's conversation as a sub-agent should see it.
+
+    System messages are dropped (the sub-agent has its own). Without the tool loop, tool results
+    and tool-call requests are dropped (an assistant message keeps its text, if any). With it,
+    tool calls that have no result yet — the call being made right now — are removed, since an
+    API refuses a tool call without an answer.
+    """
+    messages = [m for m in messages if m.role != MessageRole.SYSTEM]
+    answered = {m.tool_call_id for m in messages if m.role == MessageRole.TOOL}
+    out: list[Message] = []
+    for message in messages:
+        if message.role == MessageRole.TOOL:
+            if include_tool_loop:
+                out.append(message)
+            continue
+        if message.role == MessageRole.ASSISTANT and message.tool_calls:
+            calls = [c for c in message.tool_calls if c.id in answered] if include_tool_loop else []
+            if calls:
+                out.append(message.model_copy(update={"tool_calls": calls}))
+            elif message.content:
+                out.append(message.model_copy(update={"tool_calls": None}))
+            continue
+        out.append(message)
+    return out
+
+
+def _callable_name(fn: Any) -> str:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    name = getattr(fn, "__name__", None)
+    return name if isinstance(name, str) else snake_case(type(fn).__name__)
+
+
+def _is_async(fn: Any) -> bool:
+    while isinstance(fn, functools.partial):
+        fn = fn.func
+    return inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+        getattr(fn, "__call__", None)  # noqa: B004 - an async callable object
+    )
+
+
+def _mentions(annotation: Any, target: type) -> bool:
+    if annotation is target:
+        return True
+    import typing
+
+    return any(_mentions(arg, target) for arg in typing.get_args(annotation))
+
+
+def _accepts(annotation: Any, kind: Any) -> bool:
+    """Does `annotation` (possibly a union) accept a value of `kind` (str, list or Message)?"""
+    import types
+    import typing
+
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_accepts(arg, kind) for arg in typing.get_args(annotation))
+    if origin is typing.Annotated:
+        return _accepts(typing.get_args(annotation)[0], kind)
+    if annotation is inspect.Parameter.empty or annotation is Any:
+        return True
+    return (origin or annotation) is kind or (kind is list and origin in (list, typing.Sequence))
+
+
+@dataclass(frozen=True, slots=True)
+class _ModuleInput:
+    """How the model's `request` text reaches a wrapped module's forward."""
+
+    param: str
+    as_text: bool  # forward accepts a str
+    as_list: bool  # forward accepts list[Message]
+
+
+class Tool(Module):
+    """A callable the model can use: a name, a tunable `description` and a JSON schema.
+
+    `fn` may be sync (run in a worker thread) or async. A parameter annotated with `RunContext`
+    is injected by the agent and not shown to the model. See `Tool.from_module` for sub-agents.
+    """
+
+    _schema: FunctionSchema
+
+    def __init__(
+        self,
+        fn: Callable[..., Any] | Module,
+        name: str | None = None,
+        description: str | None = None,
+        module: Module | None = None,
+        handoff_history: bool = False,
+        handoff_include_tool_loop: bool = False,
+    ) -> None:
+        super().__init__()
+        if isinstance(fn, Module):
+            module, fn = fn, fn.forward
+        if not callable(fn):
+            raise ToolError(f"Tool needs a function or a Module, got {type(fn).__name__}.")
+        tool_name = check_tool_name(name if name is not None else _callable_name(fn))
+        is_forward = (
+            module is not None
+            and getattr(fn, "__self__", None) is module
+            and getattr(fn, "__name__", None) == "forward"
+        )
+        if handoff_history and not is_forward:
+            raise ToolError(
+                f"Tool {tool_name!r}: handoff_history only applies to a module's forward; use "
+                "Tool.from_module(module, handoff_history=True)."
+            )
+        parameters = signature_parameters(fn, tool_name)
+        docstring = inspect.getdoc(fn)
+        self._input: _ModuleInput | None = None
+        self._deps_param: str | None = None
+        self._handoff_history = handoff_history
+        self._handoff_include_tool_loop = handoff_include_tool_loop
+        if is_forward:
+            assert module is not None
+            parameters = self._adapt_module_parameters(tool_name, module, parameters)
+            docstring = _module_docstring(module)
+            if handoff_history and self._input is None:
+                raise ToolError(
+                    f"Tool {tool_name!r}: handoff_history=True needs {type(module).__name__}."
+                    "forward to take the conversation as a parameter annotated with list[Message]"
+                    " (like the agents' `request`)."
+                )
+        schema = build_schema(tool_name, parameters, docstring)
+        if description is None:
+            description = schema.summary or (f"Ask the {tool_name} agent." if is_forward else "")
+        self._name = tool_name
+        self._fn = fn
+        self._async = _is_async(fn)
+        self._schema = schema
+        self._fresh_session = is_forward
+        self.description = Parameter(description)
+        if module is not None:
+            self.module = module
+
+    def _adapt_module_parameters(
+        self, tool: str, module: Module, parameters: list[inspect.Parameter]
+    ) -> list[inspect.Parameter]:
+        """A module's forward takes messages and deps; the model sends `request` text instead."""
+        out: list[inspect.Parameter] = []
+        for param in parameters:
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            if param.name == "deps" and self._deps_param is None:
+                self._deps_param = param.name
+                continue
+            if self._input is None and _mentions(param.annotation, Message):
+                self._input = _ModuleInput(
+                    param.name,
+                    as_text=_accepts(param.annotation, str),
+                    as_list=_accepts(param.annotation, list),
+                )
+                text = (
+                    f"The request for {tool}; it also sees the conversation so far."
+                    if self._handoff_history
+                    else f"The request for {tool}, complete and self-contained."
+                )
+                request = Annotated[str, Field(description=text)]
+                param = inspect.Parameter(
+                    "request", param.POSITIONAL_OR_KEYWORD, annotation=request
+                )
+            out.append(param)
+        names = [p.name for p in out]
+        if names.count("request") > 1:
+            raise ToolError(
+                f"Tool {tool!r}: {type(module).__name__}.forward has a parameter named 'request' "
+                "besides its message parameter; rename one of them."
+            )
+        return out
+
+    # ------------------------------------------------------------------ construction helpers
+
+    @overload
+    @classmethod
+    def decorate(cls, fn: Callable[..., Any], /) -> Tool: ...
+
+    @overload
+    @classmethod
+    def decorate(
+        cls, fn: None = None, /, *, name: str | None = None, description: str | None = None
+    ) -> Callable[[Callable[..., Any]], Tool]: ...
+
+    @classmethod
+    def decorate(
+        cls,
+        fn: Callable[..., Any] | None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+    ) -> Tool | Callable[[Callable[..., Any]], Tool]:
+        """`@Tool.decorate` or `@Tool.decorate(name=..., description=...)`."""
+        if fn is None:
+            return lambda f: cls(f, name=name, description=description)
+        return cls(fn, name=name, description=description)
+
+    @classmethod
+    def from_module(
+        cls,
+        module: Module,
+        name: str | None = None,
+        description: str | None = None,
+        handoff_history: bool = False,
+        handoff_include_tool_loop: bool = False,
+    ) -> Tool:
+        """Use a module (typically an agent) as a tool.
+
+        The model fills in `request` (text); the module's message parameter receives it (as text,
+        or as a user message), prefixed with the conversation so far when `handoff_history` is on
+        (tool calls and results only with `handoff_include_tool_loop`). A `deps` parameter gets
+        the parent's `ctx.deps`. Each call runs in a fresh `Session`, so the module starts from
+        empty memory, and the parent model sees only the answer as text.
+
+        The name defaults to the class name in snake case (`WeatherAgent` -> `weather_agent`);
+        pass `name=` when two tools would share it.
+        """
+        if not isinstance(module, Module):
+            raise ToolError(f"Tool.from_module needs a Module, got {type(module).__name__}.")
+        return cls(
+            module.forward,
+            name=name if name is not None else snake_case(type(module).__name__),
+            description=description,
+            module=module,
+            handoff_history=handoff_history,
+            handoff_include_tool_loop=handoff_include_tool_loop,
+        )
+
+    # ------------------------------------------------------------------ what the agent reads
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def parameters_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments (shared: do not mutate)."""
+        return self._schema.parameters
+
+    @property
+    def is_module_tool(self) -> bool:
+        return self._fresh_session
+
+    def to_openai(self) -> dict[str, Any]:
+        """The OpenAI `tools=[...]` entry."""
+        function: dict[str, Any] = {"name": self._name}
+        if self.description.value:
+            function["description"] = self.description.value
+        function["parameters"] = self.parameters_schema
+        return {"type": "function", "function": function}
+
+    def describe_for_prompt(self) -> str:
+        """A plain-text description for text protocols (ReACT)."""
+        schema = json.dumps(self.parameters_schema, ensure_ascii=False, separators=(",", ":"))
+        head = f"{self._name}: {self.description.value}" if self.description.value else self._name
+        return f"{head}\n  Arguments (JSON schema): {schema}"
+
+    def extra_repr(self) -> str:
+        return f"name={self._name!r}"
+
+    # ------------------------------------------------------------------ calling
+
+    async def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the wrapped function with Python arguments and return its raw result."""
+        if self._fresh_session:
+            with Session():
+                return await self._fn(*args, **kwargs)
+        if self._async:
+            return await self._fn(*args, **kwargs)
+        result = await asyncio.to_thread(self._fn, *args, **kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return result
+
+    async def call(
+        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None = None
+    ) -> str:
+        """Run the tool as the model asked: validate `arguments` (JSON text or dict), inject the
+        context, run, and return the result as text.
+
+        Raises `ToolArgumentsError` (bad JSON / invalid or missing arguments) and
+        `ToolExecutionError` (the function raised; the exception is the `__cause__`), both with
+        messages meant for the model.
+        """
+        return tool_result_to_text(await self._run(arguments, ctx))
+
+    async def _run(
+        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None
+    ) -> Any:
+        values = self._schema.validate(arguments, self._name)
+        if self._schema.context_params:
+            context = ctx if ctx is not None else RunContext()
+            for name in self._schema.context_params:
+                values[name] = context
+        if self._input is not None:
+            values[self._input.param] = self._module_input(values.pop("request"), ctx)
+        if self._deps_param is not None and ctx is not None and ctx.deps is not None:
+            values[self._deps_param] = ctx.deps
+        args, kwargs = self._schema.split(values)
+        try:
+            return await self.forward(*args, **kwargs)
+        except _MODEL_FIXABLE as exc:
+            raise ToolExecutionError(f"Tool {self._name!r} failed: {exc}") from exc
+        except PromptimusError:
+            raise
+        except Exception as exc:
+            raise ToolExecutionError(
+                f"Tool {self._name!r} failed: {type(exc).__name__}: {exc}"
+            ) from exc
+
+    def _module_input(self, request: str, ctx: RunContext[Any] | None) -> Any:
+        assert self._input is not None
+        if self._handoff_history:
+            history = handoff_messages(ctx.messages, self._handoff_include_tool_loop) if ctx else []
+            return [*history, Message(role=MessageRole.USER, content=request)]
+        if self._input.as_text:
+            return request
+        message = Message(role=MessageRole.USER, content=request)
+        return [message] if self._input.as_list else message
+
+
+def _own_doc(obj: Any) -> str | None:
+    doc = obj.__dict__.get("__doc__") if isinstance(obj, type) else getattr(obj, "__doc__", None)
+    return inspect.cleandoc(doc) if isinstance(doc, str) and doc.strip() else None
+
+
+def _module_docstring(module: Module) -> str | None:
+    """The docstring describing a module used as a tool: its forward's (for the summary and the
+    argument descriptions), else its class's summary. Docstrings of promptimus' own classes
+    describe the class, not the job the user gave it, so they are never used."""
+    cls = type(module)
+    owner = next((k for k in cls.__mro__ if "forward" in k.__dict__), cls)
+    forward_doc = None if _builtin(owner) else _own_doc(owner.__dict__["forward"])
+    class_doc = None if _builtin(cls) else _own_doc(cls)
+    if forward_doc and parse_docstring(forward_doc).summary:
+        return forward_doc
+    summary = parse_docstring(class_doc).summary
+    if not summary:
+        return forward_doc
+    return f"{summary}\n\n{forward_doc}" if forward_doc else summary
+
+
+def _builtin(cls: type) -> bool:
+    return cls.__module__ == "promptimus" or cls.__module__.startswith("promptimus.")
+
+
+def toolset(tools: Iterable[Tool | Module | Callable[..., Any]]) -> dict[str, Tool]:
+    """Name -> Tool, refusing two tools with the same name. Plain functions become `Tool(fn)` and
+    modules `Tool.from_module(module)`."""
+    out: dict[str, Tool] = {}
+    for item in tools:
+        if isinstance(item, Tool):
+            tool = item
+        elif isinstance(item, Module):
+            tool = Tool.from_module(item)
+        else:
+            tool = Tool(item)
+        if tool.name in out:
+            raise DuplicateToolName(
+                f"Two tools are named {tool.name!r}. Tool names must be unique: give one a "
+                "distinct name, e.g. Tool.from_module(module, name='...') or "
+                "Tool(fn, name='...')."
+            )
+        out[tool.name] = tool
+    return out

@@ -1,0 +1,209 @@
+"""The vector-store seam: `SearchHit`, `VectorStoreProtocol` and the shared metadata filter.
+
+Score convention, the same for every store: **higher is better**. In a cosine space the score is
+the cosine similarity in ``[-1, 1]``; other spaces document their own monotone mapping.
+
+Metadata filters (``where``) use the subset of Chroma's syntax every store understands:
+
+- ``{"key": value}`` — equality (several keys in one dict are ANDed);
+- ``{"key": {"$eq" | "$ne" | "$gt" | "$gte" | "$lt" | "$lte": value}}``;
+- ``{"key": {"$in" | "$nin": [value, ...]}}``;
+- ``{"$and": [where, ...]}`` and ``{"$or": [where, ...]}``, nested freely.
+
+Values are ``str``, ``int``, ``float`` or ``bool``; ``$gt``/``$gte``/``$lt``/``$lte`` take numbers.
+A document whose metadata lacks the key fails every condition on it except ``$ne`` and ``$nin``,
+which it passes (as in Chroma). ``True`` never equals ``1``: booleans and numbers are different
+types; ``1`` equals ``1.0``. Anything else raises `InvalidFilter` before the store is touched.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from promptimus.errors import InvalidFilter
+
+__all__ = [
+    "COMPARISON_OPERATORS",
+    "LOGICAL_OPERATORS",
+    "Metadata",
+    "SearchHit",
+    "VectorStoreProtocol",
+    "Where",
+    "compile_where",
+    "validate_where",
+]
+
+Metadata = dict[str, Any]
+Where = dict[str, Any]
+
+LOGICAL_OPERATORS = frozenset({"$and", "$or"})
+COMPARISON_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"})
+_ORDERING = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    """One search result. ``score``: higher is better (cosine space: cosine similarity)."""
+
+    id: str
+    document: str
+    score: float
+    metadata: Metadata = field(default_factory=dict)
+
+
+@runtime_checkable
+class VectorStoreProtocol(Protocol):
+    """A store of documents with embeddings, ids and metadata.
+
+    - ``insert`` upserts: inserting an id that exists replaces that document, never duplicates it;
+      it returns the ids in input order.
+    - ``search`` returns at most ``n_results`` hits, best first (higher score is better).
+    - ``text_search`` does lexical search when ``supports_text_search`` is true, and raises
+      `TextSearchUnsupported` otherwise.
+    - ``where`` is the filter described in this module; invalid filters raise `InvalidFilter`.
+    """
+
+    supports_text_search: bool
+
+    async def insert(
+        self,
+        embeddings: list[list[float]],
+        documents: list[str],
+        ids: list[str],
+        metadatas: list[Metadata] | None = None,
+    ) -> list[str]: ...
+
+    async def search(
+        self, embedding: list[float], n_results: int = 10, where: Where | None = None
+    ) -> list[SearchHit]: ...
+
+    async def text_search(
+        self, query: str, n_results: int = 10, where: Where | None = None
+    ) -> list[SearchHit]: ...
+
+    async def delete(self, ids: list[str]) -> None: ...
+
+    async def count(self) -> int: ...
+
+
+# --- filters -------------------------------------------------------------------------------------
+
+Predicate = Callable[[Mapping[str, Any]], bool]
+_SCALARS = (str, int, float, bool)
+
+
+def validate_where(where: Where | None) -> None:
+    """Raise `InvalidFilter` unless ``where`` is ``None`` or a filter this module describes."""
+    compile_where(where)
+
+
+def compile_where(where: Where | None) -> Predicate | None:
+    """Validate ``where`` and turn it into a predicate over a metadata dict (``None`` if no filter).
+
+    Compiling once and calling the predicate per document keeps filtering cheap.
+    """
+    if where is None:
+        return None
+    return _compile(where, "where")
+
+
+def _compile(where: Any, path: str) -> Predicate:
+    if not isinstance(where, Mapping):
+        raise InvalidFilter(
+            f"{path} must be a dict such as {{'lang': 'en'}}, got {type(where).__name__}."
+        )
+    if not where:
+        raise InvalidFilter(f"{path} is an empty dict; pass where=None to search without a filter.")
+    parts = [_compile_entry(key, value, path) for key, value in where.items()]
+    if len(parts) == 1:
+        return parts[0]
+    return lambda metadata: all(part(metadata) for part in parts)
+
+
+def _compile_entry(key: Any, value: Any, path: str) -> Predicate:
+    if not isinstance(key, str):
+        raise InvalidFilter(f"{path} has a non-string key {key!r}; metadata keys are strings.")
+    if key in LOGICAL_OPERATORS:
+        if not isinstance(value, list) or not value:
+            raise InvalidFilter(
+                f"{path}[{key!r}] must be a non-empty list of filters, e.g. "
+                f"{{{key!r}: [{{'a': 1}}, {{'b': 2}}]}}."
+            )
+        parts = [_compile(item, f"{path}[{key!r}][{i}]") for i, item in enumerate(value)]
+        if key == "$and":
+            return lambda metadata: all(part(metadata) for part in parts)
+        return lambda metadata: any(part(metadata) for part in parts)
+    if key.startswith("$"):
+        raise InvalidFilter(
+            f"{path} uses unknown logical operator {key!r}; use '$and' or '$or', "
+            "or put comparison operators under a metadata key: {'year': {'$gt': 2020}}."
+        )
+    if isinstance(value, Mapping):
+        return _compile_condition(key, value, f"{path}[{key!r}]")
+    _check_scalar(value, f"{path}[{key!r}]")
+    return _equals(key, value)
+
+
+def _compile_condition(key: str, condition: Mapping[str, Any], path: str) -> Predicate:
+    if len(condition) != 1:
+        raise InvalidFilter(
+            f"{path} must hold exactly one operator, got {sorted(condition)!r}; combine several "
+            "with '$and': {'$and': [{'year': {'$gt': 2000}}, {'year': {'$lt': 2010}}]}."
+        )
+    ((op, operand),) = condition.items()
+    if op not in COMPARISON_OPERATORS:
+        raise InvalidFilter(
+            f"{path} uses unknown operator {op!r}; "
+            f"supported: {', '.join(sorted(COMPARISON_OPERATORS))}."
+        )
+    if op == "$eq":
+        _check_scalar(operand, f"{path}[{op!r}]")
+        return _equals(key, operand)
+    if op == "$ne":
+        _check_scalar(operand, f"{path}[{op!r}]")
+        return _not_equals(key, operand)
+    if op in ("$in", "$nin"):
+        if not isinstance(operand, list) or not operand:
+            raise InvalidFilter(f"{path}[{op!r}] must be a non-empty list of values.")
+        for i, item in enumerate(operand):
+            _check_scalar(item, f"{path}[{op!r}][{i}]")
+        members = [_normalise(item) for item in operand]
+        if op == "$in":
+            return lambda metadata: key in metadata and _normalise(metadata[key]) in members
+        return lambda metadata: key not in metadata or _normalise(metadata[key]) not in members
+    if not _is_number(operand):
+        raise InvalidFilter(
+            f"{path}[{op!r}] compares numbers, got {operand!r}; "
+            "use $eq or $in for strings and booleans."
+        )
+    compare = _ORDERING[op]
+    return lambda metadata: _is_number(got := metadata.get(key)) and compare(got, operand)
+
+
+def _check_scalar(value: Any, path: str) -> None:
+    if not isinstance(value, _SCALARS):
+        raise InvalidFilter(
+            f"{path} must be a str, int, float or bool, got {type(value).__name__} ({value!r})."
+        )
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _normalise(value: Any) -> tuple[bool, Any]:
+    # Keeps True from equalling 1: booleans and numbers are different metadata types.
+    return (isinstance(value, bool), value)
+
+
+def _equals(key: str, value: Any) -> Predicate:
+    wanted = _normalise(value)
+    return lambda metadata: key in metadata and _normalise(metadata[key]) == wanted
+
+
+def _not_equals(key: str, value: Any) -> Predicate:
+    unwanted = _normalise(value)
+    return lambda metadata: key not in metadata or _normalise(metadata[key]) != unwanted

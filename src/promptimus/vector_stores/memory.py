@@ -1,0 +1,604 @@
+"""``InMemoryVectorStore``: exact search over a numpy matrix, BM25 text search, file persistence.
+
+Made for small and medium corpora (up to some hundred thousand documents): every search scores all
+rows with one matrix-vector product, so results are exact, not approximate.
+
+Scores (higher is better), the same as the Chroma plugin's:
+
+- ``cosine``: cosine similarity in ``[-1, 1]`` (a zero vector scores 0 against everything);
+- ``ip``: the inner product;
+- ``l2``: ``1 / (1 + d)`` where ``d`` is the squared Euclidean distance, in ``(0, 1]``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import io
+import json
+import math
+import os
+import tempfile
+import threading
+import zipfile
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from promptimus.embedders.hashing import tokenize
+from promptimus.errors import (
+    InvalidArgument,
+    InvalidEmbedding,
+    TextSearchUnsupported,
+    VectorStoreError,
+)
+from promptimus.vector_stores.base import Metadata, Predicate, SearchHit, Where, compile_where
+
+if TYPE_CHECKING:
+    import numpy as np
+
+__all__ = ["InMemoryVectorStore", "Space"]
+
+Space = Literal["cosine", "l2", "ip"]
+_SPACES = ("cosine", "l2", "ip")
+_FORMAT = "promptimus.InMemoryVectorStore"
+_VERSION = 1
+_METADATA_TYPES = (str, int, float, bool, type(None))
+
+
+class _BM25:
+    """Okapi BM25 over an inverted index keyed by document id (so row moves do not matter)."""
+
+    __slots__ = ("b", "k1", "lengths", "postings", "total_length")
+
+    def __init__(self, k1: float, b: float) -> None:
+        self.k1 = k1
+        self.b = b
+        self.postings: dict[str, dict[str, int]] = {}
+        self.lengths: dict[str, int] = {}
+        self.total_length = 0
+
+    def add(self, doc_id: str, text: str) -> None:
+        terms = Counter(tokenize(text))
+        postings = self.postings
+        for term, tf in terms.items():
+            bucket = postings.get(term)
+            if bucket is None:
+                postings[term] = {doc_id: tf}
+            else:
+                bucket[doc_id] = tf
+        length = sum(terms.values())
+        self.lengths[doc_id] = length
+        self.total_length += length
+
+    def remove(self, doc_id: str, text: str) -> None:
+        postings = self.postings
+        for term in set(tokenize(text)):
+            bucket = postings.get(term)
+            if bucket is not None:
+                bucket.pop(doc_id, None)
+                if not bucket:
+                    del postings[term]
+        self.total_length -= self.lengths.pop(doc_id, 0)
+
+    def scores(self, query: str) -> dict[str, float]:
+        """BM25 score of every document sharing at least one term with ``query``."""
+        n_docs = len(self.lengths)
+        if not n_docs:
+            return {}
+        k1, b = self.k1, self.b
+        average = self.total_length / n_docs or 1.0
+        lengths = self.lengths
+        scores: dict[str, float] = {}
+        for term in dict.fromkeys(tokenize(query)):
+            bucket = self.postings.get(term)
+            if not bucket:
+                continue
+            # Lucene's idf: always positive, so a very common term still counts a little.
+            idf = math.log(1.0 + (n_docs - len(bucket) + 0.5) / (len(bucket) + 0.5))
+            for doc_id, tf in bucket.items():
+                norm = k1 * (1.0 - b + b * lengths[doc_id] / average)
+                scores[doc_id] = scores.get(doc_id, 0.0) + idf * tf * (k1 + 1.0) / (tf + norm)
+        return scores
+
+
+class InMemoryVectorStore:
+    """An exact, in-process vector store with optional BM25 text search and file persistence.
+
+    - ``space``: ``"cosine"`` (default), ``"ip"`` or ``"l2"``; see the module docstring for scores.
+    - ``text_search``: keep a BM25 index so ``text_search`` works (hybrid retrieval).
+    - ``path``: a file to load from if it exists, and to save to after every change
+      (``autosave=False`` to save only when ``save()`` is called). Saves are atomic.
+    - Inserting an existing id replaces that document (upsert); ids are never duplicated.
+
+    numpy is imported when the first vector arrives, not when promptimus is imported.
+    """
+
+    def __init__(
+        self,
+        space: Space = "cosine",
+        text_search: bool = True,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        autosave: bool = True,
+        bm25_k1: float = 1.5,
+        bm25_b: float = 0.75,
+    ) -> None:
+        if space not in _SPACES:
+            raise InvalidArgument(f"space must be one of {_SPACES}, got {space!r}.")
+        self.space: Space = space
+        self.supports_text_search = bool(text_search)
+        self.path = Path(path) if path is not None else None
+        self.autosave = autosave
+        self._bm25 = _BM25(bm25_k1, bm25_b) if text_search else None
+        self._ids: list[str] = []
+        self._rows: dict[str, int] = {}
+        self._documents: list[str] = []
+        self._metadatas: list[Metadata] = []
+        self._matrix: np.ndarray | None = None  # capacity rows; the first len(_ids) are live
+        self._sq_norms: np.ndarray | None = None  # squared norms, for l2
+        self._dim: int | None = None
+        self._lock = threading.RLock()
+        self._save_lock = threading.Lock()
+        self._version = 0
+        self._saved_version = 0
+        if self.path is not None and self.path.exists():
+            self._restore(self.path)
+
+    def __repr__(self) -> str:
+        return (
+            f"InMemoryVectorStore(space={self.space!r}, count={len(self._ids)}, "
+            f"text_search={self.supports_text_search}, path={self.path!r})"
+        )
+
+    def __len__(self) -> int:
+        return len(self._ids)
+
+    @property
+    def dimensions(self) -> int | None:
+        """Length of the stored vectors (``None`` until the first insert)."""
+        return self._dim
+
+    # --- protocol ------------------------------------------------------------------------------
+
+    async def insert(
+        self,
+        embeddings: list[list[float]],
+        documents: list[str],
+        ids: list[str],
+        metadatas: list[Metadata] | None = None,
+    ) -> list[str]:
+        """Add or replace documents; returns ``ids``. A repeated id in one call: the last wins."""
+        snapshot = self._insert(embeddings, documents, ids, metadatas)
+        if snapshot is not None:
+            await asyncio.to_thread(self._write, *snapshot)
+        return list(ids)
+
+    async def search(
+        self, embedding: list[float], n_results: int = 10, where: Where | None = None
+    ) -> list[SearchHit]:
+        """The ``n_results`` nearest documents, best first, among those matching ``where``."""
+        return self.search_sync(embedding, n_results, where)
+
+    async def text_search(
+        self, query: str, n_results: int = 10, where: Where | None = None
+    ) -> list[SearchHit]:
+        """BM25 search; only documents sharing at least one word with ``query`` are returned."""
+        return self.text_search_sync(query, n_results, where)
+
+    async def delete(self, ids: list[str]) -> None:
+        """Remove these ids; unknown ids are ignored."""
+        snapshot = self._delete(ids)
+        if snapshot is not None:
+            await asyncio.to_thread(self._write, *snapshot)
+
+    async def count(self) -> int:
+        return len(self._ids)
+
+    # --- reading -------------------------------------------------------------------------------
+
+    def get(self, ids: list[str]) -> list[SearchHit | None]:
+        """The stored documents for ``ids`` (score 1.0), ``None`` where an id is unknown."""
+        with self._lock:
+            out: list[SearchHit | None] = []
+            for doc_id in ids:
+                row = self._rows.get(doc_id)
+                if row is None:
+                    out.append(None)
+                else:
+                    out.append(
+                        SearchHit(doc_id, self._documents[row], 1.0, dict(self._metadatas[row]))
+                    )
+            return out
+
+    def search_sync(
+        self, embedding: list[float], n_results: int = 10, where: Where | None = None
+    ) -> list[SearchHit]:
+        predicate = compile_where(where)
+        _check_n(n_results)
+        import numpy as np
+
+        with self._lock:
+            size = len(self._ids)
+            if size == 0 or n_results == 0:
+                return []
+            assert self._matrix is not None and self._sq_norms is not None
+            query = np.asarray(embedding, dtype=np.float32)
+            if query.ndim != 1 or query.shape[0] != self._dim:
+                raise InvalidEmbedding(
+                    f"the query embedding has shape {query.shape}, the store holds vectors of "
+                    f"length {self._dim}; embed the query with the embedder used for the documents."
+                )
+            rows = self._matching_rows(predicate, size)
+            if rows is not None and rows.size == 0:
+                return []
+            matrix = self._matrix[:size] if rows is None else self._matrix[rows]
+            scores = matrix @ query
+            if self.space == "cosine":
+                query_norm = float(np.linalg.norm(query))
+                if query_norm > 0.0:
+                    scores = np.clip(scores / query_norm, -1.0, 1.0)
+                else:
+                    scores = np.zeros_like(scores)
+            elif self.space == "l2":
+                sq_norms = self._sq_norms[:size] if rows is None else self._sq_norms[rows]
+                distances = np.maximum(sq_norms - 2.0 * scores + float(query @ query), 0.0)
+                scores = 1.0 / (1.0 + distances)
+            best = _top_k(scores, n_results)
+            return [
+                self._hit(int(rows[i]) if rows is not None else int(i), float(scores[i]))
+                for i in best
+            ]
+
+    def text_search_sync(
+        self, query: str, n_results: int = 10, where: Where | None = None
+    ) -> list[SearchHit]:
+        if self._bm25 is None:
+            raise TextSearchUnsupported(
+                "this InMemoryVectorStore was created with text_search=False; create it with "
+                "text_search=True to search by words."
+            )
+        predicate = compile_where(where)
+        _check_n(n_results)
+        with self._lock:
+            scores = self._bm25.scores(query)
+            if predicate is not None:
+                rows, metadatas = self._rows, self._metadatas
+                scores = {i: s for i, s in scores.items() if predicate(metadatas[rows[i]])}
+            if not scores or n_results == 0:
+                return []
+            order = sorted(scores.items(), key=lambda item: -item[1])[:n_results]
+            return [self._hit(self._rows[doc_id], score) for doc_id, score in order]
+
+    def _hit(self, row: int, score: float) -> SearchHit:
+        return SearchHit(self._ids[row], self._documents[row], score, dict(self._metadatas[row]))
+
+    def _matching_rows(self, predicate: Predicate | None, size: int) -> np.ndarray | None:
+        if predicate is None:
+            return None
+        import numpy as np
+
+        metadatas = self._metadatas
+        return np.fromiter((row for row in range(size) if predicate(metadatas[row])), dtype=np.intp)
+
+    # --- writing -------------------------------------------------------------------------------
+
+    def _insert(
+        self,
+        embeddings: list[list[float]],
+        documents: list[str],
+        ids: list[str],
+        metadatas: list[Metadata] | None,
+    ) -> tuple[bytes, int] | None:
+        n = len(ids)
+        if (
+            len(embeddings) != n
+            or len(documents) != n
+            or (metadatas is not None and len(metadatas) != n)
+        ):
+            raise InvalidArgument(
+                f"insert needs one embedding, document and metadata per id; got {len(embeddings)} "
+                f"embeddings, {len(documents)} documents, {n} ids and "
+                f"{'no' if metadatas is None else len(metadatas)} metadatas."
+            )
+        if n == 0:
+            return None
+        for doc_id in ids:
+            if not isinstance(doc_id, str) or not doc_id:
+                raise InvalidArgument(f"ids must be non-empty strings, got {doc_id!r}.")
+        for document in documents:
+            if not isinstance(document, str):
+                raise InvalidArgument(f"documents must be str, got {type(document).__name__}.")
+        clean_metadatas = [_clean_metadata(m) for m in metadatas] if metadatas else [{}] * n
+        import numpy as np
+
+        try:
+            vectors = np.asarray(embeddings, dtype=np.float32)
+        except (ValueError, TypeError) as exc:
+            raise InvalidEmbedding(
+                f"embeddings must be equal-length lists of numbers ({exc}); check the embedder."
+            ) from exc
+        if (
+            vectors.ndim != 2
+            or vectors.shape[1] == 0
+            or (self._dim is not None and vectors.shape[1] != self._dim)
+        ):
+            expected = f"length {self._dim}" if self._dim is not None else "equal length"
+            raise InvalidEmbedding(
+                f"embeddings must be vectors of {expected}; got an array of shape "
+                f"{vectors.shape}. Use one embedder (and one `dimensions`) for a store."
+            )
+        if not np.isfinite(vectors).all():
+            raise InvalidEmbedding("embeddings contain NaN or infinity; check the embedder.")
+        if self.space == "cosine":
+            norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+            vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
+        with self._lock:
+            if self._dim is None:
+                self._dim = int(vectors.shape[1])
+            last = {doc_id: i for i, doc_id in enumerate(ids)}  # last occurrence wins
+            new = [doc_id for doc_id in last if doc_id not in self._rows]
+            self._reserve(len(self._ids) + len(new))
+            assert self._matrix is not None and self._sq_norms is not None
+            bm25 = self._bm25
+            for doc_id, i in last.items():
+                row = self._rows.get(doc_id)
+                if row is None:
+                    row = len(self._ids)
+                    self._rows[doc_id] = row
+                    self._ids.append(doc_id)
+                    self._documents.append(documents[i])
+                    self._metadatas.append(clean_metadatas[i])
+                else:
+                    if bm25 is not None:
+                        bm25.remove(doc_id, self._documents[row])
+                    self._documents[row] = documents[i]
+                    self._metadatas[row] = clean_metadatas[i]
+                if bm25 is not None:
+                    bm25.add(doc_id, documents[i])
+            rows = np.fromiter((self._rows[doc_id] for doc_id in last), dtype=np.intp)
+            source = np.fromiter(last.values(), dtype=np.intp)
+            chosen = vectors[source]
+            self._matrix[rows] = chosen
+            self._sq_norms[rows] = np.einsum("ij,ij->i", chosen, chosen)
+            return self._changed()
+
+    def _reserve(self, size: int) -> None:
+        import numpy as np
+
+        assert self._dim is not None
+        capacity = 0 if self._matrix is None else self._matrix.shape[0]
+        if size <= capacity:
+            return
+        new_capacity = max(size, 2 * capacity, 64)
+        matrix = np.zeros((new_capacity, self._dim), dtype=np.float32)
+        sq_norms = np.zeros(new_capacity, dtype=np.float32)
+        live = len(self._ids)
+        if self._matrix is not None and self._sq_norms is not None:
+            matrix[:live] = self._matrix[:live]
+            sq_norms[:live] = self._sq_norms[:live]
+        self._matrix, self._sq_norms = matrix, sq_norms
+
+    def _delete(self, ids: list[str]) -> tuple[bytes, int] | None:
+        if isinstance(ids, str):
+            raise InvalidArgument("delete takes a list of ids, got a single str; wrap it in [].")
+        with self._lock:
+            removed = False
+            for doc_id in dict.fromkeys(ids):
+                row = self._rows.pop(doc_id, None)
+                if row is None:
+                    continue
+                removed = True
+                if self._bm25 is not None:
+                    self._bm25.remove(doc_id, self._documents[row])
+                last = len(self._ids) - 1
+                if row != last:  # move the last row into the hole: rows stay contiguous
+                    moved = self._ids[last]
+                    self._ids[row] = moved
+                    self._documents[row] = self._documents[last]
+                    self._metadatas[row] = self._metadatas[last]
+                    assert self._matrix is not None and self._sq_norms is not None
+                    self._matrix[row] = self._matrix[last]
+                    self._sq_norms[row] = self._sq_norms[last]
+                    self._rows[moved] = row
+                self._ids.pop()
+                self._documents.pop()
+                self._metadatas.pop()
+            return self._changed() if removed else None
+
+    def clear(self) -> None:
+        """Remove every document (the vector length is kept)."""
+        with self._lock:
+            self._ids.clear()
+            self._rows.clear()
+            self._documents.clear()
+            self._metadatas.clear()
+            if self._bm25 is not None:
+                self._bm25 = _BM25(self._bm25.k1, self._bm25.b)
+            snapshot = self._changed()
+        if snapshot is not None:
+            self._write(*snapshot)
+
+    def _changed(self) -> tuple[bytes, int] | None:
+        """Bump the version; with autosave on, return the bytes to write (called under the lock)."""
+        self._version += 1
+        if self.path is None or not self.autosave:
+            return None
+        return self._serialize(), self._version
+
+    # --- persistence ---------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str] | None = None) -> Path:
+        """Write the store atomically to ``path`` (default: the store's ``path``); returns it.
+
+        The file is a zip holding ``store.json`` (ids, documents, metadata, settings) and
+        ``vectors.npy``; a crash mid-save leaves the previous file intact.
+        """
+        target = Path(path) if path is not None else self.path
+        if target is None:
+            raise InvalidArgument(
+                "save() needs a path: pass one, or create the store with path=..."
+            )
+        with self._lock:
+            data, version = self._serialize(), self._version
+        if target == self.path:
+            self._write(data, version)
+        else:
+            _atomic_write(target, data)
+        return target
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], *, autosave: bool = False) -> InMemoryVectorStore:
+        """A store read from a file written by ``save``; it saves back there if ``autosave``."""
+        path = Path(path)
+        if not path.exists():
+            raise VectorStoreError(f"no vector store file at {path}; check the path.")
+        header = _read_header(path)
+        settings = header.get("settings", {})
+        store = cls(
+            space=header.get("space", "cosine"),
+            text_search=bool(header.get("text_search", True)),
+            path=None,
+            autosave=autosave,
+            bm25_k1=float(settings.get("bm25_k1", 1.5)),
+            bm25_b=float(settings.get("bm25_b", 0.75)),
+        )
+        store._restore(path)
+        store.path = path
+        return store
+
+    def _serialize(self) -> bytes:
+        import numpy as np
+
+        size = len(self._ids)
+        header = {
+            "format": _FORMAT,
+            "version": _VERSION,
+            "space": self.space,
+            "text_search": self.supports_text_search,
+            "dimensions": self._dim,
+            "settings": (
+                {"bm25_k1": self._bm25.k1, "bm25_b": self._bm25.b} if self._bm25 is not None else {}
+            ),
+            "ids": self._ids,
+            "documents": self._documents,
+            "metadatas": self._metadatas,
+        }
+        vectors = io.BytesIO()
+        matrix = (
+            self._matrix[:size]
+            if self._matrix is not None
+            else np.zeros((0, self._dim or 0), dtype=np.float32)
+        )
+        np.save(vectors, matrix, allow_pickle=False)
+        buffer = io.BytesIO()
+        with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_STORED) as archive:
+            archive.writestr("store.json", json.dumps(header, ensure_ascii=False))
+            archive.writestr("vectors.npy", vectors.getvalue())
+        return buffer.getvalue()
+
+    def _write(self, data: bytes, version: int) -> None:
+        # Concurrent autosaves may finish out of order; never let an older snapshot win.
+        assert self.path is not None
+        with self._save_lock:
+            if version <= self._saved_version:
+                return
+            _atomic_write(self.path, data)
+            self._saved_version = version
+
+    def _restore(self, path: Path) -> None:
+        import numpy as np
+
+        try:
+            with zipfile.ZipFile(path) as archive:
+                header = json.loads(archive.read("store.json"))
+                matrix = np.load(io.BytesIO(archive.read("vectors.npy")), allow_pickle=False)
+            if header.get("format") != _FORMAT:
+                raise ValueError("not an InMemoryVectorStore file")
+            ids, documents = list(header["ids"]), list(header["documents"])
+            metadatas = [dict(m) for m in header["metadatas"]]
+            if not len(ids) == len(documents) == len(metadatas) == matrix.shape[0]:
+                raise ValueError("ids, documents, metadata and vectors differ in length")
+        except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
+            raise VectorStoreError(
+                f"cannot read the vector store file {path}: {exc}. It must be a file written by "
+                "InMemoryVectorStore.save(); delete it to start an empty store."
+            ) from exc
+        if header.get("space", self.space) != self.space:
+            raise VectorStoreError(
+                f"{path} holds a {header['space']!r} store but this store uses {self.space!r}; "
+                f"create it with space={header['space']!r}."
+            )
+        with self._lock:
+            self._ids, self._documents, self._metadatas = ids, documents, metadatas
+            self._rows = {doc_id: row for row, doc_id in enumerate(ids)}
+            dim = header.get("dimensions")
+            self._dim = int(dim) if dim is not None else None
+            self._matrix = np.ascontiguousarray(matrix, dtype=np.float32) if ids else None
+            if self._matrix is not None:
+                self._sq_norms = np.einsum("ij,ij->i", self._matrix, self._matrix)
+            if self._bm25 is not None:
+                self._bm25 = _BM25(self._bm25.k1, self._bm25.b)
+                for doc_id, document in zip(ids, documents, strict=True):
+                    self._bm25.add(doc_id, document)
+
+
+def _read_header(path: Path) -> dict[str, Any]:
+    try:
+        with zipfile.ZipFile(path) as archive:
+            header = json.loads(archive.read("store.json"))
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as exc:
+        raise VectorStoreError(
+            f"cannot read the vector store file {path}: {exc}. It must be a file written by "
+            "InMemoryVectorStore.save()."
+        ) from exc
+    if not isinstance(header, dict):
+        raise VectorStoreError(f"{path} is not a vector store file written by promptimus.")
+    return header
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _clean_metadata(metadata: Metadata | None) -> Metadata:
+    if metadata is None:
+        return {}
+    if not isinstance(metadata, dict):
+        raise InvalidArgument(f"each metadata must be a dict, got {type(metadata).__name__}.")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not isinstance(value, _METADATA_TYPES):
+            raise InvalidArgument(
+                f"metadata {key!r}: {value!r} is not allowed; keys are str and values are str, "
+                "int, float, bool or None (the types every store can filter on)."
+            )
+    # None means "no value", as in Chroma: the key is dropped, so filters see it as missing.
+    return {key: value for key, value in metadata.items() if value is not None}
+
+
+def _check_n(n_results: int) -> None:
+    if not isinstance(n_results, int) or n_results < 0:
+        raise InvalidArgument(f"n_results must be an int >= 0, got {n_results!r}.")
+
+
+def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Indexes of the ``k`` highest scores, best first (ties broken by position)."""
+    import numpy as np
+
+    size = scores.shape[0]
+    if k >= size:
+        return np.argsort(-scores, kind="stable")
+    candidates = np.argpartition(-scores, k - 1)[:k]
+    candidates.sort()  # so the stable sort below breaks ties by position
+    return candidates[np.argsort(-scores[candidates], kind="stable")]
