@@ -96,14 +96,15 @@ def _key(name: str) -> str:
 def _inline_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    # int()/float() first: subclasses (numpy.float64, IntFlag, ...) may repr as non-TOML text
     if isinstance(value, int):
-        return str(value)
+        return str(int(value))
     if isinstance(value, float):
         if math.isnan(value):
             return "nan"
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
-        return repr(value)
+        return repr(float(value))
     if isinstance(value, str):
         return _basic_string(value)
     if isinstance(value, list):
@@ -164,7 +165,7 @@ def module_dict_to_toml_str(data: Mapping[str, Any]) -> str:
 def _parse_toml(text: str, source: str) -> dict[str, Any]:
     try:
         return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+    except ValueError as exc:  # TOMLDecodeError, or an integer beyond Python's digit limit
         raise CheckpointSyntaxError(
             f"{source} is not valid TOML: {exc}. Fix the file at that line and load it again."
         ) from None

@@ -60,6 +60,12 @@ class ModuleDict(Module, MutableMapping[str, Module]):
     def __bool__(self) -> bool:
         return True  # a module is never "falsy", even when empty
 
+    # A module is an object with an identity, not a value: `Mapping` would make two ModuleDicts
+    # with the same entries equal and leave them unhashable (no sets, no Session state, no weakref
+    # keys), unlike every other module.
+    __eq__ = object.__eq__
+    __hash__ = object.__hash__
+
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise ModuleError("ModuleDict has no forward of its own; call the modules it holds.")
 

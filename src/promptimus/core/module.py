@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import copy
 import functools
 import hashlib
 import inspect
@@ -141,6 +142,11 @@ class Module(ABC):
 
     def _register(self, name: str, value: Parameter[Any] | Module) -> None:
         if isinstance(value, Module):
+            if "_owners" not in value.__dict__:
+                raise ModuleError(
+                    f"Cannot register {name!r} on {self._where()}: the {type(value).__name__} "
+                    "was never initialised; call `super().__init__()` at the start of its __init__."
+                )
             self._check_no_cycle(name, value)
         if name in self._parameters or name in self._submodules:
             old = self._member(name)
@@ -201,6 +207,25 @@ class Module(ABC):
     def _detach(self, owner: Module, name: str) -> None:
         self._owners[:] = [(r, n) for r, n in self._owners if not (r() is owner and n == name)]
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Self:
+        """Copy the subtree. Parent links are weak references, which `deepcopy` would share with
+        the original (the clone's children would still answer to the original parents: their
+        paths, providers and cycle checks); they are rebuilt inside the clone instead. The clone
+        is a root, and it shares the original's providers (clients are not copied) and hooks."""
+        clone = type(self).__new__(type(self))
+        memo[id(self)] = clone
+        for key, value in self.__dict__.items():
+            if key == "_owners":
+                value = []
+            elif key in ("_providers", "_forward_pre_hooks", "_forward_hooks"):
+                value = dict(value)
+            else:
+                value = copy.deepcopy(value, memo)
+            object.__setattr__(clone, key, value)
+        for name, member in (*clone._parameters.items(), *clone._submodules.items()):
+            member._attach(clone, name)
+        return clone
+
     def _live_owners(self) -> Iterator[Module]:
         for ref, _ in self._owners:
             owner = ref()
@@ -224,10 +249,16 @@ class Module(ABC):
         return f"{path!r} ({type(self).__name__})" if path else f"root {type(self).__name__}"
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
-        yield from self._submodules.items()
+        """Direct submodules; a child registered under two names is yielded once (as PyTorch)."""
+        seen: set[int] = set()
+        for name, child in self._submodules.items():
+            if id(child) not in seen:
+                seen.add(id(child))
+                yield name, child
 
     def children(self) -> Iterator[Module]:
-        yield from self._submodules.values()
+        for _, child in self.named_children():
+            yield child
 
     def named_modules(
         self, prefix: str = "", remove_duplicate: bool = True

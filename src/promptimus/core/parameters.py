@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import math
@@ -26,6 +27,10 @@ class _Unset:
 
 UNSET: Any = _Unset()
 
+# Below this size every int converts to decimal text whatever `sys.set_int_max_str_digits` says
+# (its smallest allowed limit is 640 digits, about 2100 bits).
+_MAX_INT_BITS = 2000
+
 
 def check_value(value: Any, where: str = "a Parameter") -> Any:
     """Return `value` if a checkpoint can hold it exactly, else raise `InvalidParameterValue`.
@@ -33,7 +38,18 @@ def check_value(value: Any, where: str = "a Parameter") -> Any:
     Checkpoints hold str, int, float, bool and (nested) lists of these. Strings must be encodable
     as UTF-8 (no lone surrogates), so a value that is accepted here always saves.
     """
-    if isinstance(value, bool | int | float):
+    if isinstance(value, bool | float):
+        return value
+    if isinstance(value, int):
+        # Beyond Python's int<->str digit limit the value could be neither written nor hashed.
+        if value.bit_length() > _MAX_INT_BITS:
+            try:
+                str(value)
+            except ValueError:
+                raise InvalidParameterValue(
+                    f"{where} got an integer too large to write as decimal text "
+                    f"({value.bit_length()} bits); store it as a string instead."
+                ) from None
         return value
     if isinstance(value, str):
         try:
@@ -59,9 +75,9 @@ def _canonical(value: Any) -> Any:
     if isinstance(value, bool):
         return ["b", value]
     if isinstance(value, int):
-        return ["i", str(value)]
+        return ["i", str(int(value))]  # int(): a subclass may define its own __str__
     if isinstance(value, float):
-        return ["f", value.hex() if math.isfinite(value) else repr(value)]
+        return ["f", value.hex() if math.isfinite(value) else repr(float(value))]
     if isinstance(value, str):
         return ["s", value]
     return ["l", [_canonical(v) for v in value]]
@@ -134,6 +150,15 @@ class Parameter(Generic[T]):
     @property
     def digest(self) -> str:
         return value_digest(self._value)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Parameter[T]:
+        # the owners are re-attached by the module being copied (see `Module.__deepcopy__`)
+        clone = type(self).__new__(type(self))
+        memo[id(self)] = clone
+        clone._value = copy.deepcopy(self._value, memo)
+        clone._owners = []
+        clone.frozen = self.frozen
+        return clone
 
     def _attach(self, owner: Module, name: str) -> None:
         self._owners.append((weakref.ref(owner), name))

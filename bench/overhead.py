@@ -1,0 +1,123 @@
+"""Framework overhead against the raw openai SDK, measured in one run against one fake server.
+
+    uv run python bench/overhead.py [--calls 2000] [--rounds 5]
+
+The fake OpenAI server runs in its own process (so its work does not share our event loop). Each
+variant sends the same two messages (system + user) and gets the same reply; variants are
+interleaved round by round so machine noise hits them alike. Printed: median and p90 latency per
+call at concurrency 1 and 256, and each variant's ratio to the raw SDK (target <= 1.05x), then the
+`import promptimus` time (target <= 150 ms).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+
+import openai
+
+import promptimus as pm
+from promptimus.llms import OpenAILike
+from promptimus.modules import MemoryModule, Prompt
+from promptimus.testing import FakeOpenAIServer
+
+SYSTEM = "You are a benchmark."
+QUESTION = "ping"
+
+Call = Callable[[], Awaitable[object]]
+
+
+def variants(base_url: str, api_key: str) -> dict[str, Call]:
+    raw = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    llm = OpenAILike("fake-model", api_key=api_key, base_url=base_url)
+    prompt = Prompt(SYSTEM).with_llm(llm)
+    memory = MemoryModule(memory_size=10, system_prompt=SYSTEM).with_llm(llm)
+    history = [pm.Message(role=pm.MessageRole.USER, content=QUESTION)]
+    raw_messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+    sent = [pm.Message(role=pm.MessageRole.SYSTEM, content=SYSTEM), *history]
+
+    async def raw_sdk() -> object:
+        reply = await raw.chat.completions.create(model="fake-model", messages=raw_messages)
+        return reply.choices[0].message.content
+
+    async def openai_like() -> object:
+        return await llm.achat(sent)
+
+    async def prompt_forward() -> object:
+        return await prompt.forward(history)
+
+    async def memory_forward() -> object:
+        with pm.Session():  # a fresh conversation per call: same two messages as the others
+            return await memory.forward(QUESTION)
+
+    return {
+        "raw openai SDK": raw_sdk,
+        "OpenAILike.achat": openai_like,
+        "Prompt.forward": prompt_forward,
+        "MemoryModule.forward": memory_forward,
+    }
+
+
+async def timed_batch(call: Call, calls: int, concurrency: int) -> list[float]:
+    latencies: list[float] = []
+    per_worker = max(calls // concurrency, 1)
+
+    async def worker() -> None:
+        for _ in range(per_worker):
+            start = time.perf_counter()
+            await call()
+            latencies.append(time.perf_counter() - start)
+
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return latencies
+
+
+async def measure(base_url: str, api_key: str, calls: int, rounds: int) -> None:
+    calls_by_name = variants(base_url, api_key)
+    for concurrency in (1, 256):
+        n = calls if concurrency > 1 else max(calls // 4, 50)
+        samples: dict[str, list[float]] = {name: [] for name in calls_by_name}
+        for call in calls_by_name.values():  # warm up connections and caches
+            await timed_batch(call, min(n, 256), concurrency)
+        for _ in range(rounds):
+            for name, call in calls_by_name.items():
+                samples[name].extend(await timed_batch(call, n // rounds, concurrency))
+        base = statistics.median(samples["raw openai SDK"])
+        print(f"\nconcurrency {concurrency} ({len(samples['raw openai SDK'])} calls per variant)")
+        print(f"{'variant':<24}{'median ms':>11}{'p90 ms':>9}{'ratio':>8}")
+        for name, values in samples.items():
+            median = statistics.median(values)
+            p90 = statistics.quantiles(values, n=10)[-1]
+            print(f"{name:<24}{median * 1e3:>11.3f}{p90 * 1e3:>9.3f}{median / base:>7.3f}x")
+
+
+def import_time(runs: int = 15) -> tuple[float, float]:
+    def run(code: str) -> float:
+        start = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], check=True)
+        return time.perf_counter() - start
+
+    bare = statistics.median(run("pass") for _ in range(runs))
+    full = statistics.median(run("import promptimus") for _ in range(runs))
+    return (full - bare) * 1e3, full * 1e3
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--calls", type=int, default=2000, help="calls per variant at c=256")
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+
+    with FakeOpenAIServer.spawn(reply="pong") as server:
+        asyncio.run(measure(server.base_url, "sk-fake", args.calls, args.rounds))
+    net, total = import_time()
+    print(f"\nimport promptimus: {net:.1f} ms over a bare interpreter ({total:.1f} ms in all)")
+
+
+if __name__ == "__main__":
+    main()

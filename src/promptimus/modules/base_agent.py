@@ -1,0 +1,387 @@
+"""`BaseAgent`: the run loop the tool-calling agents share.
+
+One run: send the conversation to the LLM, let the subclass interpret the reply (tool calls, a
+final answer, or something to correct), run the tools — concurrently, results kept in request
+order — and loop until a final answer or until `max_steps` LLM calls are used up.
+
+The loop is written once, as an async generator of events: `forward` drains it without streaming,
+`stream` runs it over `llm.astream` and hands its events to the caller. Both paths therefore
+build the very same messages, records and memory.
+
+Conversation state lives in `predictor` (a `MemoryModule`): per `Session`, and committed only when
+a run succeeds, in one piece (request, tool loop, answer), so concurrent runs never interleave and
+a failed run leaves the memory as it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from abc import abstractmethod
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Generic, NamedTuple, TypeVar
+
+from ..core import Module, ModuleDict
+from ..dto import Message, Usage
+from ..errors import InvalidArgument, MaxIterExceeded, ToolError
+from ..llms.accumulator import MessageAccumulator
+from .dynamic_prompt import DynamicPrompt
+from .events import (
+    AgentEvent,
+    FinalResult,
+    ReasoningDelta,
+    StepEnd,
+    TextDelta,
+    ToolCallEvent,
+    ToolErrorEvent,
+    ToolResultEvent,
+)
+from .memory import Memory, MemoryModule, as_messages
+from .run_context import RunContext
+from .run_record import (
+    RunRecord,
+    StepRecord,
+    ToolCallRecord,
+    capture_records,
+    recording,
+)
+from .tool import Tool, toolset
+
+__all__ = ["Act", "BaseAgent", "Final", "Retry", "RunResult", "RunState", "ToolInvocation"]
+
+OutputT = TypeVar("OutputT")
+_NO_USAGE = Usage()
+
+
+class RunResult(NamedTuple, Generic[OutputT]):
+    """What `agent.run(...)` returns: the output (as `forward` would) and the run's record."""
+
+    output: OutputT
+    record: RunRecord
+
+
+@dataclass(slots=True)
+class ToolInvocation:
+    """One tool call the model asked for. `parsed` holds already-decoded arguments (ReACT)."""
+
+    id: str | None
+    name: str
+    arguments: str
+    parsed: dict[str, Any] | None = None
+
+
+@dataclass(slots=True)
+class Final:
+    """The run is over: `output` is returned, `message` is kept in the conversation."""
+
+    output: Any
+    message: Message
+
+
+@dataclass(slots=True)
+class Act:
+    """Run `calls`; `message` (the assistant's request) joins the conversation first."""
+
+    calls: list[ToolInvocation]
+    message: Message
+
+
+@dataclass(slots=True)
+class Retry:
+    """The reply cannot be used: send `feedback` and ask again. Retries are not kept in memory.
+    `counts_as_step=False` lets a separately bounded retry (structured output) not use a step."""
+
+    feedback: Message
+    counts_as_step: bool = True
+
+
+Decision = Final | Act | Retry
+
+
+@dataclass(slots=True)
+class RunState:
+    """Per-run bookkeeping a subclass may use while interpreting replies: how many `Retry`s so
+    far, and the rejected outputs with their errors (for `FailedToParseOutput`)."""
+
+    retries: int = 0
+    rejected: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class _End:
+    error: BaseException | None = None
+
+
+class BaseAgent(Module, Generic[OutputT]):
+    """Shared machinery of `OpenaiToolCallingAgent` and `ToolCallingAgent`.
+
+    Submodules: `tools` (a `ModuleDict` of `Tool`s, descriptions checkpointed) and `predictor`
+    (a `MemoryModule` whose `prompt` is a `Prompt`, or a `DynamicPrompt` for callable prompts).
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool | Module | Callable[..., Any]],
+        prompt: str | Callable[..., Any],
+        max_steps: int,
+        memory_size: int,
+        shared_memory: Memory | None,
+        dynamic_suffix: str | None = None,
+    ) -> None:
+        super().__init__()
+        if max_steps < 1:
+            raise InvalidArgument(f"max_steps must be >= 1, got {max_steps}.")
+        self.max_steps = max_steps
+        self.tools = ModuleDict(toolset(tools))
+        if callable(prompt):
+            self.predictor = MemoryModule(memory_size, shared_memory)
+            self.predictor.prompt = DynamicPrompt(prompt, suffix=dynamic_suffix)
+        else:
+            self.predictor = MemoryModule(memory_size, shared_memory, system_prompt=prompt)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def memory(self) -> Memory:
+        """The conversation memory of the current `Session` (the agent's own outside one)."""
+        return self.predictor.memory
+
+    def tool_names(self) -> list[str]:
+        return list(self.tools)
+
+    # ------------------------------------------------------------------ subclass hooks
+
+    def _provider_kwargs(self) -> dict[str, Any]:
+        """Request options for every LLM call of a run (tools, response_format...)."""
+        return {}
+
+    def _variables(self, prompt_vars: dict[str, Any]) -> dict[str, Any]:
+        """Template variables for the system prompt."""
+        return prompt_vars
+
+    def _preamble(self, variables: dict[str, Any]) -> list[Message]:
+        """Messages sent after the system prompt and before the conversation (not remembered)."""
+        return []
+
+    @abstractmethod
+    def _interpret(self, reply: Message, state: RunState) -> Decision:
+        """What to do with a reply (may raise to end the run)."""
+
+    @abstractmethod
+    def _observations(
+        self, calls: list[ToolInvocation], records: list[ToolCallRecord]
+    ) -> list[Message]:
+        """The messages that carry tool results (in request order) back to the model."""
+
+    # ------------------------------------------------------------------ public API
+
+    async def forward(
+        self,
+        request: str | Message | list[Message],
+        deps: Any = None,
+        **prompt_vars: Any,
+    ) -> OutputT:
+        """Answer `request` (text, a message, or new messages), using tools as needed.
+
+        `deps` reaches tools and dynamic prompts as `ctx.deps`; keyword arguments fill the
+        system prompt template. Use `run(...)` to get the run record too, `stream(...)` for
+        events as they happen.
+        """
+        record = RunRecord()
+        with recording(record):
+            events = self._events(request, deps, prompt_vars, record, stream=False)
+            async with contextlib.aclosing(events):
+                async for _ in events:
+                    pass
+        return record.output  # type: ignore[no-any-return]
+
+    async def run(
+        self,
+        request: str | Message | list[Message],
+        deps: Any = None,
+        **prompt_vars: Any,
+    ) -> RunResult[OutputT]:
+        """Like `forward` (through the same hooks), returning `RunResult(output, record)`."""
+        with capture_records() as runs:
+            output = await self.forward(request, deps, **prompt_vars)
+        return RunResult(output, runs[0] if runs else RunRecord(output=output))
+
+    async def stream(
+        self,
+        request: str | Message | list[Message],
+        deps: Any = None,
+        **prompt_vars: Any,
+    ) -> AsyncIterator[AgentEvent]:
+        """Run with a streaming LLM, yielding typed events (see `promptimus.modules.events`);
+        the last one is `FinalResult(output, record)`.
+
+        The run executes in its own task, so stopping the iteration early cancels it (the memory
+        is then left unchanged). Forward hooks do not see streamed runs.
+        """
+        queue: asyncio.Queue[AgentEvent | _End] = asyncio.Queue()
+
+        async def produce() -> None:
+            record = RunRecord()
+            try:
+                with recording(record):
+                    events = self._events(request, deps, prompt_vars, record, stream=True)
+                    async with contextlib.aclosing(events):
+                        async for event in events:
+                            queue.put_nowait(event)
+            except Exception as exc:
+                queue.put_nowait(_End(exc))
+            else:
+                queue.put_nowait(_End())
+
+        task = asyncio.create_task(produce())
+        try:
+            while True:
+                item = await queue.get()
+                if isinstance(item, _End):
+                    if item.error is not None:
+                        raise item.error
+                    return
+                yield item
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    # ------------------------------------------------------------------ the loop
+
+    async def _events(
+        self,
+        request: str | Message | list[Message],
+        deps: Any,
+        prompt_vars: dict[str, Any],
+        record: RunRecord,
+        stream: bool,
+    ) -> AsyncIterator[AgentEvent]:
+        predictor = self.predictor
+        memory = predictor.memory
+        new = as_messages(request, predictor.new_message_role)
+        conversation = [*memory.data, *new]
+        keep = list(new)  # what the memory gains if the run succeeds
+        variables = self._variables(prompt_vars)
+        preamble = self._preamble(variables)
+        provider_kwargs = self._provider_kwargs()
+        prompt = predictor.prompt
+        dynamic = isinstance(prompt, DynamicPrompt)
+        steps = 0
+        state = RunState()
+        while True:
+            if steps >= self.max_steps:
+                raise MaxIterExceeded(
+                    f"{type(self).__name__} used all {self.max_steps} steps (LLM calls) without a "
+                    "final answer. Raise max_steps, or check the tool results the model got "
+                    "(the conversation so far is in `.messages`, the steps in the run record).",
+                    messages=conversation,
+                )
+            index = len(record.steps)
+            ctx: RunContext[Any] = RunContext(
+                deps=deps, messages=conversation, step=index, usage=record.usage, record=record
+            )
+            if dynamic:
+                system = await prompt.system_message(ctx, **variables)  # type: ignore[union-attr]
+            else:
+                system = prompt.render(None, **variables)[0]  # type: ignore[union-attr]
+            history = [*preamble, *conversation] if preamble else conversation
+            sent = [system, *history]
+            if stream:
+                accumulator = MessageAccumulator()
+                async for delta in prompt.llm.astream(sent, **provider_kwargs):
+                    accumulator.add(delta)
+                    if delta.reasoning:
+                        yield ReasoningDelta(delta.reasoning, index)
+                    if delta.content:
+                        yield TextDelta(delta.content, index)
+                reply = accumulator.message()
+            elif dynamic:
+                reply = await prompt.forward(history, provider_kwargs, system=system)
+            else:
+                reply = await prompt.forward(history, provider_kwargs, **variables)
+            step = StepRecord(index, sent, reply, [], reply.usage or _NO_USAGE)
+            record.steps.append(step)
+            steps += 1
+            decision = self._interpret(reply, state)
+
+            if isinstance(decision, Final):
+                conversation.append(decision.message)
+                keep.append(decision.message)
+                record.output = decision.output
+                memory.extend(keep)
+                yield StepEnd(index, reply, step.usage, record.usage)
+                yield FinalResult(decision.output, record)
+                return
+
+            if isinstance(decision, Retry):
+                state.retries += 1
+                if not decision.counts_as_step:
+                    steps -= 1
+                conversation = [*conversation, reply, decision.feedback]
+                yield StepEnd(index, reply, step.usage, record.usage)
+                continue
+
+            conversation = [*conversation, decision.message]
+            keep.append(decision.message)
+            calls = decision.calls
+            for call in calls:
+                yield ToolCallEvent(call.id, call.name, call.arguments, index)
+            tool_ctx: RunContext[Any] = RunContext(
+                deps=deps, messages=conversation, step=index, usage=record.usage, record=record
+            )
+            if len(calls) == 1:
+                records = [await self._call_tool(calls[0], tool_ctx)]
+                yield self._tool_event(records[0], index)
+            else:
+                tasks = [asyncio.ensure_future(self._call_tool(c, tool_ctx)) for c in calls]
+                try:
+                    for finished in asyncio.as_completed(tasks):
+                        yield self._tool_event(await finished, index)
+                finally:
+                    for task in tasks:
+                        task.cancel()
+                records = [task.result() for task in tasks]
+            step.tool_calls = records
+            observations = self._observations(calls, records)
+            conversation = [*conversation, *observations]
+            keep.extend(observations)
+            yield StepEnd(index, reply, step.usage, record.usage)
+
+    async def _call_tool(self, call: ToolInvocation, ctx: RunContext[Any]) -> ToolCallRecord:
+        started = time.perf_counter()
+        entry = ToolCallRecord(call.id, call.name, call.arguments)
+        tool = self.tools.get(call.name)
+        if not isinstance(tool, Tool):
+            names = ", ".join(self.tools) or "none"
+            entry.error = f"There is no tool named {call.name!r}. Available tools: {names}."
+        else:
+            arguments = call.parsed if call.parsed is not None else call.arguments
+            with capture_records() as children:
+                try:
+                    entry.result = await tool.call(arguments, ctx.for_tool_call(call.id))
+                except ToolError as exc:
+                    entry.error = str(exc)
+            if children:
+                entry.child = children[0]
+        entry.duration_s = time.perf_counter() - started
+        return entry
+
+    @staticmethod
+    def _tool_event(entry: ToolCallRecord, step: int) -> ToolResultEvent | ToolErrorEvent:
+        if entry.error is not None:
+            return ToolErrorEvent(entry.id, entry.name, entry.error, entry.duration_s, step)
+        return ToolResultEvent(entry.id, entry.name, entry.result or "", entry.duration_s, step)
+
+    @staticmethod
+    def _result_text(entry: ToolCallRecord) -> str:
+        if entry.error is not None:
+            return f"Error: {entry.error}"
+        return entry.result or ""
+
+    def extra_repr(self) -> str:
+        return f"max_steps={self.max_steps}"

@@ -1,0 +1,93 @@
+"""`DynamicPrompt`: a system prompt computed for every LLM call from the run context.
+
+An agent given `prompt=callable` uses one in place of its `Prompt`:
+
+    def instructions(ctx: RunContext[User]) -> str:
+        return f"You help {ctx.deps.name}. Today is {date.today()}."
+
+    agent = OpenaiToolCallingAgent(instructions, tools=[...])
+    await agent("What's on my calendar?", deps=User(name="Ann"))
+
+The callable (sync or async) receives the `RunContext` (deps, messages so far, step). Its text is
+code, not a checkpointed value; only the optional `suffix` template (e.g. the ReACT format
+instructions) is a `Parameter`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias
+
+from ..core import Module, Parameter
+from ..dto import Message, MessageRole
+from ..errors import InvalidArgument
+from ..template import format_template
+from .run_context import RunContext
+
+__all__ = ["DynamicPrompt", "PromptFn"]
+
+PromptFn: TypeAlias = Callable[[RunContext[Any]], str | Awaitable[str]]
+
+
+class DynamicPrompt(Module):
+    """`fn(ctx) -> str` (sync or async), optionally followed by a `suffix` template."""
+
+    def __init__(
+        self,
+        fn: PromptFn,
+        suffix: str | None = None,
+        role: MessageRole | str = MessageRole.SYSTEM,
+    ) -> None:
+        super().__init__()
+        if not callable(fn):
+            raise InvalidArgument(f"DynamicPrompt needs a callable, got {type(fn).__name__}.")
+        self._fn = fn
+        self._role = MessageRole(role)
+        if suffix is not None:
+            self.suffix = Parameter(suffix)
+
+    async def system_message(self, ctx: RunContext[Any], **variables: Any) -> Message:
+        text = self._fn(ctx)
+        if inspect.isawaitable(text):
+            text = await text
+        if not isinstance(text, str):
+            raise InvalidArgument(
+                f"The dynamic prompt {getattr(self._fn, '__name__', self._fn)!r} returned "
+                f"{type(text).__name__}; it must return the prompt text (str)."
+            )
+        suffix = self._parameters.get("suffix")
+        if suffix is not None and suffix.is_set:
+            where = f"DynamicPrompt {self.path or 'root'!r} suffix"
+            text = f"{text}\n\n{format_template(suffix.value, variables, where=where)}"
+        return Message(role=self._role, content=text)
+
+    async def render(
+        self,
+        history: list[Message] | None = None,
+        ctx: RunContext[Any] | None = None,
+        **variables: Any,
+    ) -> list[Message]:
+        """Exactly the messages `forward` sends."""
+        head = await self.system_message(ctx if ctx is not None else RunContext(), **variables)
+        return [head, *history] if history else [head]
+
+    async def forward(
+        self,
+        history: list[Message] | None = None,
+        provider_kwargs: dict[str, Any] | None = None,
+        ctx: RunContext[Any] | None = None,
+        system: Message | None = None,
+        **variables: Any,
+    ) -> Message:
+        """Call the LLM with the computed system prompt before `history`. An agent that already
+        computed the system message passes it as `system` (the callable is not run again)."""
+        if system is None:
+            system = await self.system_message(
+                ctx if ctx is not None else RunContext(), **variables
+            )
+        messages = [system, *history] if history else [system]
+        return await self.llm.achat(messages, **(provider_kwargs or {}))
+
+    def extra_repr(self) -> str:
+        return f"fn={getattr(self._fn, '__qualname__', type(self._fn).__name__)}"

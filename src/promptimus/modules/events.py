@@ -1,0 +1,118 @@
+"""Typed events an agent run yields from `agent.stream(...)`.
+
+One step (one LLM call) yields, in order: `ReasoningDelta` / `TextDelta` pieces as the reply
+streams in, one `ToolCallEvent` per tool call the reply asks for (in request order), one
+`ToolResultEvent` or `ToolErrorEvent` per call as each finishes (in completion order; match them
+by `id`), then `StepEnd`. The run ends with exactly one `FinalResult`.
+
+    async for event in agent.stream("What is 2 + 2?"):
+        match event:
+            case TextDelta(text=text):
+                print(text, end="")
+            case ToolCallEvent(name=name, arguments=args):
+                print(f"\\n-> {name}({args})")
+            case FinalResult(output=output):
+                answer = output
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+
+from ..dto import Message, Usage
+
+if TYPE_CHECKING:
+    from .run_record import RunRecord
+
+__all__ = [
+    "AgentEvent",
+    "FinalResult",
+    "ReasoningDelta",
+    "StepEnd",
+    "TextDelta",
+    "ToolCallEvent",
+    "ToolErrorEvent",
+    "ToolResultEvent",
+]
+
+OutputT = TypeVar("OutputT")
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """A piece of the reply's text, as it streams in."""
+
+    text: str
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class ReasoningDelta:
+    """A piece of the model's reasoning (for models that expose it), as it streams in."""
+
+    text: str
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallEvent:
+    """The model asked for a tool call; `arguments` is exactly the text the model wrote."""
+
+    id: str | None
+    name: str
+    arguments: str
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResultEvent:
+    """A tool call finished; `result` is the text the model will see."""
+
+    id: str | None
+    name: str
+    result: str
+    duration_s: float
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class ToolErrorEvent:
+    """A tool call failed (bad arguments, unknown tool, the tool raised); `error` is the text
+    sent back to the model so it can correct itself."""
+
+    id: str | None
+    name: str
+    error: str
+    duration_s: float
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class StepEnd:
+    """One LLM call and its tool calls are done. `usage` is this step's tokens, `total_usage`
+    the run's so far (including sub-agents)."""
+
+    step: int
+    message: Message
+    usage: Usage
+    total_usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
+class FinalResult(Generic[OutputT]):
+    """The run's output (what `forward` returns) and its full record."""
+
+    output: OutputT
+    record: RunRecord
+
+
+AgentEvent: TypeAlias = (
+    TextDelta
+    | ReasoningDelta
+    | ToolCallEvent
+    | ToolResultEvent
+    | ToolErrorEvent
+    | StepEnd
+    | FinalResult[Any]
+)

@@ -1,0 +1,125 @@
+"""`OpenaiToolCallingAgent`: an agent on native (OpenAI-style) tool calling.
+
+    @Tool.decorate
+    def weather(city: str) -> str:
+        '''Current weather in a city.'''
+        return f"Sunny in {city}"
+
+    agent = OpenaiToolCallingAgent("You are a travel assistant.", [weather]).with_llm(llm)
+    reply = await agent("Should I pack an umbrella for Paris?")   # a Message
+
+- Several tool calls in one reply run concurrently; their results go back in request order, each
+  with its `tool_call_id`.
+- Invalid JSON arguments, arguments that fail validation, unknown tool names and exceptions raised
+  inside a tool go back to the model as the tool's result (`Error: ...`), so it can correct itself.
+- `max_steps` bounds the LLM calls of one run; past it, `MaxIterExceeded` carries the messages.
+- With `structural_output` (a pydantic model class or a `StructuralOutput`), every request carries
+  its `response_format` (or, in prompted mode, its schema instructions) and the final reply is
+  validated: the output is the model instance; an invalid reply is sent back with the errors, at
+  most `n_retries` times (these retries do not use steps), then `FailedToParseOutput`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from pydantic import BaseModel
+
+from ..core import Module
+from ..dto import Message, MessageRole
+from ..errors import FailedToParseOutput
+from .base_agent import Act, BaseAgent, Decision, Final, Retry, RunState, ToolInvocation
+from .memory import Memory
+from .run_record import ToolCallRecord
+from .structural import StructuralOutput
+from .tool import Tool
+
+__all__ = ["OpenaiToolCallingAgent"]
+
+DEFAULT_PROMPT = "You are a helpful assistant. Use the tools when they help you answer."
+
+
+class OpenaiToolCallingAgent(BaseAgent[Any]):
+    """An agent that uses the model's native tool calls.
+
+    `prompt` is a system prompt template (filled from `forward`'s keyword arguments) or a
+    callable `(ctx: RunContext) -> str` computed before every LLM call. `forward` returns the final
+    assistant `Message`, or the validated model instance with `structural_output`.
+
+    Checkpointed parameters: `predictor.prompt.prompt` (the system prompt), each tool's
+    `tools.<name>.description`, and `structural_output.*` when set.
+    """
+
+    def __init__(
+        self,
+        prompt: str | Callable[..., Any] | None,
+        tools: Iterable[Tool | Module | Callable[..., Any]] = (),
+        max_steps: int = 5,
+        memory_size: int = 50,
+        structural_output: type[BaseModel] | StructuralOutput[Any] | None = None,
+        shared_memory: Memory | None = None,
+    ) -> None:
+        super().__init__(
+            tools,
+            prompt if prompt is not None else DEFAULT_PROMPT,
+            max_steps=max_steps,
+            memory_size=memory_size,
+            shared_memory=shared_memory,
+        )
+        if structural_output is not None and not isinstance(structural_output, StructuralOutput):
+            structural_output = StructuralOutput(structural_output)
+        self._output: StructuralOutput[Any] | None = structural_output
+        if structural_output is not None:
+            self.structural_output = structural_output
+
+    def _provider_kwargs(self) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {}
+        if len(self.tools):
+            kwargs["tools"] = [tool.to_openai() for tool in self.tools.values()]  # type: ignore[attr-defined]
+        if self._output is not None:
+            kwargs.update(self._output.provider_kwargs())
+        return kwargs
+
+    def _preamble(self, variables: dict[str, Any]) -> list[Message]:
+        if self._output is None or self._output.native:
+            return []
+        return [self._output.system_message(**variables)]
+
+    def _interpret(self, reply: Message, state: RunState) -> Decision:
+        if reply.tool_calls:
+            calls = [
+                ToolInvocation(call.id, call.function.name, call.function.arguments)
+                for call in reply.tool_calls
+            ]
+            return Act(calls, reply)
+        output = self._output
+        if output is None:
+            return Final(reply, reply)
+        value, error = output.check(reply)  # raises OutputTruncated on finish_reason "length"
+        if error is None:
+            return Final(value, reply)
+        state.rejected.append(reply.content)
+        state.errors.append(error)
+        if state.retries >= output.n_retries:
+            raise FailedToParseOutput(
+                f"{type(self).__name__}: no valid {output.output_model.__name__} after "
+                f"{len(state.rejected)} attempt(s); the last reply's problems:\n{error}\n"
+                "Raise the StructuralOutput's n_retries, simplify the schema or use a stronger "
+                "model. Every rejected reply is in `.raw` and every error in `.errors`.",
+                raw=state.rejected,
+                errors=state.errors,
+            )
+        return Retry(output.retry_message(error), counts_as_step=False)
+
+    def _observations(
+        self, calls: list[ToolInvocation], records: list[ToolCallRecord]
+    ) -> list[Message]:
+        return [
+            Message(
+                role=MessageRole.TOOL,
+                content=self._result_text(entry),
+                tool_call_id=call.id,
+            )
+            for call, entry in zip(calls, records, strict=True)
+        ]

@@ -1,0 +1,114 @@
+"""`ToolCallingAgent`: an agent on the ReACT text protocol, for models without native tool calls.
+
+The model writes `Thought:` / `Action:` / `Action Input: {json}` to use a tool, or `Thought:` /
+`Answer:` to finish (see `react_parser` for what the parser forgives). Tool results come back as
+`Observation: ...` messages in `observation_role`. Replies that cannot be parsed, unknown tools,
+bad arguments and tool exceptions are all sent back for the model to correct; every LLM call
+counts against `max_steps`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from ..core import Module
+from ..dto import Message, MessageRole
+from ..errors import ReactParseError
+from ..template import template_fields
+from .base_agent import Act, BaseAgent, Decision, Final, Retry, RunState, ToolInvocation
+from .memory import Memory
+from .react_parser import ReactAnswer, parse_react
+from .run_record import ToolCallRecord
+from .tool import Tool
+
+__all__ = ["DEFAULT_PROMPT", "REACT_PROTOCOL", "ToolCallingAgent"]
+
+REACT_PROTOCOL = """\
+## Tools
+You can use these tools:
+{tool_desc}
+
+## How to reply
+Work one step at a time. To use a tool, reply with exactly:
+Thought: <why you need the tool>
+Action: <one tool name from {tool_names}>
+Action Input: <the arguments as one JSON object, e.g. {{"city": "Paris"}}; {{}} if there are none>
+
+Then stop: the tool's result arrives in the next message as `Observation: ...`. Never write an
+Observation yourself.
+
+When you can answer, reply with exactly:
+Thought: <your reasoning>
+Answer: <your answer to the user>"""
+
+DEFAULT_PROMPT = (
+    "You are a helpful assistant who answers questions, using tools when they help.\n\n"
+    + REACT_PROTOCOL
+)
+
+OBSERVATION_TEMPLATE = "Observation: {output}"
+
+
+class ToolCallingAgent(BaseAgent[Message]):
+    """A ReACT agent. `forward` returns the answer as an assistant `Message`.
+
+    `prompt` (default `DEFAULT_PROMPT`) is a template with `{tool_desc}` and `{tool_names}`; a
+    template without `{tool_desc}` gets the ReACT instructions appended. A callable
+    `(ctx: RunContext) -> str` is computed before every LLM call and followed by the
+    instructions. Checkpointed: `predictor.prompt.prompt` (or `predictor.prompt.suffix`) and
+    each tool's description.
+    """
+
+    def __init__(
+        self,
+        tools: Iterable[Tool | Module | Callable[..., Any]],
+        max_steps: int = 5,
+        memory_size: int = 20,
+        prompt: str | Callable[..., Any] | None = None,
+        observation_role: MessageRole | str = MessageRole.USER,
+        shared_memory: Memory | None = None,
+    ) -> None:
+        if prompt is None:
+            prompt = DEFAULT_PROMPT
+        elif isinstance(prompt, str) and "tool_desc" not in template_fields(prompt):
+            prompt = f"{prompt}\n\n{REACT_PROTOCOL}"
+        super().__init__(
+            tools,
+            prompt,
+            max_steps=max_steps,
+            memory_size=memory_size,
+            shared_memory=shared_memory,
+            dynamic_suffix=REACT_PROTOCOL,
+        )
+        self.observation_role = MessageRole(observation_role)
+
+    def _variables(self, prompt_vars: dict[str, Any]) -> dict[str, Any]:
+        tools = list(self.tools.values())
+        return {
+            "tool_desc": "\n".join(t.describe_for_prompt() for t in tools) or "(no tools)",  # type: ignore[attr-defined]
+            "tool_names": ", ".join(t.name for t in tools) or "(none)",  # type: ignore[attr-defined]
+            **prompt_vars,
+        }
+
+    def _interpret(self, reply: Message, state: RunState) -> Decision:
+        try:
+            parsed = parse_react(reply.content)
+        except ReactParseError as exc:
+            return Retry(Message(role=self.observation_role, content=str(exc)))
+        if isinstance(parsed, ReactAnswer):
+            return Final(Message(role=MessageRole.ASSISTANT, content=parsed.answer), reply)
+        call = ToolInvocation(None, parsed.tool, parsed.arguments_text, parsed.arguments)
+        cleaned = Message(role=MessageRole.ASSISTANT, content=parsed.text)
+        return Act([call], cleaned)
+
+    def _observations(
+        self, calls: list[ToolInvocation], records: list[ToolCallRecord]
+    ) -> list[Message]:
+        return [
+            Message(
+                role=self.observation_role,
+                content=OBSERVATION_TEMPLATE.format(output=self._result_text(entry)),
+            )
+            for entry in records
+        ]

@@ -1,0 +1,249 @@
+"""`StructuralOutput`: ask the model for JSON matching a pydantic model, validate, retry.
+
+Two modes:
+- native (default): the request carries `response_format` with the model's JSON schema, marked
+  `strict` when OpenAI's strict mode can express it (every object lists all its properties as
+  required and allows no extra ones) and non-strict otherwise;
+- prompted (`native=False`): the schema goes into the system prompt, for servers without
+  structured outputs.
+
+Either way the reply is parsed leniently (plain JSON, JSON in a code fence, JSON with stray text
+around it) and validated. A reply that fails is sent back with the validation errors, at most
+`n_retries` times; then `FailedToParseOutput` is raised with every raw reply and error. A reply
+cut off at the token limit (`finish_reason == "length"`) raises `OutputTruncated` at once:
+retrying the same request would be cut off again.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..core import Module, Parameter
+from ..dto import Message, MessageRole
+from ..errors import FailedToParseOutput, InvalidArgument, OutputTruncated
+from ..template import format_template
+from .memory import as_messages
+from .prompt import Prompt
+
+__all__ = ["StructuralOutput", "format_validation_error", "openai_response_format"]
+
+T = TypeVar("T", bound=BaseModel)
+
+DEFAULT_SYSTEM_PROMPT = (
+    "Reply with a single JSON object that matches the requested schema. Fill every required "
+    "field, respect the field constraints, and write nothing outside the JSON."
+)
+
+DEFAULT_PROMPTED_SYSTEM_PROMPT = (
+    "Reply with a single JSON object that matches this JSON schema:\n"
+    "{schema_description}\n\n"
+    "Fill every required field, respect the field constraints, and write nothing outside the "
+    "JSON: no comments, no code fences."
+)
+
+DEFAULT_RETRY_TEMPLATE = (
+    "Your reply does not match the required schema:\n{error_message}\n\n"
+    "Reply again with only the corrected JSON object."
+)
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
+_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
+_decoder = json.JSONDecoder()
+
+
+def _strictify(node: Any) -> bool:
+    """Close every object schema under `node` (additionalProperties: false where unset) and
+    return whether OpenAI's strict mode can take the schema."""
+    strict = True
+    if isinstance(node, dict):
+        if node.get("type") == "object" or "properties" in node:
+            properties = node.get("properties", {})
+            if set(node.get("required", ())) != set(properties):
+                strict = False
+            extra = node.setdefault("additionalProperties", False)
+            if extra is not False:
+                strict = False
+        for value in node.values():
+            strict = _strictify(value) and strict
+    elif isinstance(node, list):
+        for item in node:
+            strict = _strictify(item) and strict
+    return strict
+
+
+def openai_response_format(output_model: type[BaseModel]) -> dict[str, Any]:
+    """The `response_format` for `output_model`: strict when the schema allows it."""
+    schema = copy.deepcopy(output_model.model_json_schema())
+    strict = _strictify(schema)
+    return {
+        "type": "json_schema",
+        "json_schema": {
+            "name": _NAME_CHARS.sub("_", output_model.__name__)[:64] or "output",
+            "schema": schema,
+            "strict": strict,
+        },
+    }
+
+
+def format_validation_error(exc: ValidationError) -> str:
+    """A short, model-readable list of what is wrong: one `- field.path: problem` per line."""
+    lines = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error["loc"]) or "(whole object)"
+        lines.append(f"- {where}: {error['msg']}")
+    return "\n".join(lines)
+
+
+def _embedded_json(text: str) -> Any:
+    """The first JSON value found in a fenced block, else the first decodable `{...}` / `[...]`."""
+    for match in _FENCE.finditer(text):
+        try:
+            return json.loads(match.group(1))
+        except json.JSONDecodeError:
+            continue
+    for opening in re.finditer(r"[{\[]", text):
+        try:
+            value, _ = _decoder.raw_decode(text, opening.start())
+        except json.JSONDecodeError:
+            continue
+        return value
+    raise ValueError("The reply contains no JSON object. Reply with only the JSON object.")
+
+
+class StructuralOutput(Module, Generic[T]):
+    """Turn a request into a validated `output_model` instance.
+
+        extract = StructuralOutput(Person).with_llm(llm)
+        person = await extract("Ann is 31 and lives in Oslo.")
+
+    `n_retries` is how many times a reply that fails validation is sent back with its errors
+    (so at most `n_retries + 1` LLM calls). Parameters (checkpointed, tunable):
+    `predictor.prompt` — the system prompt (`{schema_description}` is filled with
+    `model_json_schema`), `retry_template` — the correction message (`{error_message}`),
+    `model_json_schema` — the schema text shown in prompted mode.
+    """
+
+    def __init__(
+        self,
+        output_model: type[T],
+        n_retries: int = 3,
+        system_prompt: str | None = None,
+        retry_template: str | None = None,
+        retry_message_role: MessageRole | str = MessageRole.USER,
+        native: bool = True,
+    ) -> None:
+        super().__init__()
+        if not (isinstance(output_model, type) and issubclass(output_model, BaseModel)):
+            raise InvalidArgument(
+                f"StructuralOutput needs a pydantic BaseModel subclass, got {output_model!r}; "
+                "wrap other types in a model (class Out(BaseModel): items: list[int])."
+            )
+        if n_retries < 0:
+            raise InvalidArgument(f"n_retries must be >= 0, got {n_retries}.")
+        self.model_json_schema = Parameter(json.dumps(output_model.model_json_schema(), indent=2))
+        default = DEFAULT_SYSTEM_PROMPT if native else DEFAULT_PROMPTED_SYSTEM_PROMPT
+        self.predictor = Prompt(system_prompt if system_prompt is not None else default)
+        self.retry_template = Parameter(
+            retry_template if retry_template is not None else DEFAULT_RETRY_TEMPLATE
+        )
+        self.output_model = output_model
+        self.n_retries = n_retries
+        self.native = native
+        self.retry_message_role = MessageRole(retry_message_role)
+        self._response_format = openai_response_format(output_model) if native else None
+
+    @property
+    def response_format(self) -> dict[str, Any] | None:
+        """What native mode sends as `response_format` (None in prompted mode)."""
+        return self._response_format
+
+    def provider_kwargs(self) -> dict[str, Any]:
+        return {"response_format": self._response_format} if self._response_format else {}
+
+    def system_message(self, **prompt_vars: Any) -> Message:
+        """The system prompt, rendered (with the schema in prompted mode)."""
+        return self.predictor.render(
+            None, schema_description=self.model_json_schema.value, **prompt_vars
+        )[0]
+
+    def retry_message(self, error: str) -> Message:
+        text = format_template(
+            self.retry_template.value,
+            {"error_message": error},
+            where=f"StructuralOutput {self.path or 'root'!r} retry_template",
+        )
+        return Message(role=self.retry_message_role, content=text)
+
+    def check(self, reply: Message) -> tuple[T | None, str | None]:
+        """Validate a reply: `(value, None)` or `(None, error text for the model)`.
+
+        Raises `OutputTruncated` if the reply was cut off at the token limit."""
+        if reply.finish_reason == "length":
+            raise OutputTruncated(
+                f"The model's reply for {self.output_model.__name__} was cut off at its token "
+                f"limit (finish_reason='length', {len(reply.content)} characters received). "
+                "Raise the token limit (e.g. provider_kwargs={'max_tokens': ...}) or ask for a "
+                "smaller output; retrying the same request would be cut off again."
+            )
+        try:
+            return self.parse(reply.content), None
+        except FailedToParseOutput as exc:
+            return None, exc.errors[0]
+
+    def parse(self, text: str) -> T:
+        """Validate `text` (JSON, fenced JSON, or JSON with text around it) as `output_model`;
+        raise `FailedToParseOutput` with a model-readable error otherwise."""
+        stripped = text.strip()
+        try:
+            return self.output_model.model_validate_json(stripped)
+        except ValidationError as exc:
+            errors = exc.errors(include_url=False)
+            if not (len(errors) == 1 and errors[0]["type"] == "json_invalid"):
+                raise self._failure(text, format_validation_error(exc)) from None
+        try:
+            value = _embedded_json(stripped)
+            return self.output_model.model_validate(value)
+        except ValidationError as exc:
+            raise self._failure(text, format_validation_error(exc)) from None
+        except ValueError as exc:
+            raise self._failure(text, str(exc)) from None
+
+    def _failure(self, raw: str, error: str) -> FailedToParseOutput:
+        return FailedToParseOutput(
+            f"The reply is not a valid {self.output_model.__name__}:\n{error}",
+            raw=[raw],
+            errors=[error],
+        )
+
+    async def forward(self, history: list[Message] | Message | str, **prompt_vars: Any) -> T:
+        messages = as_messages(history, MessageRole.USER)
+        provider_kwargs = self.provider_kwargs()
+        variables = {"schema_description": self.model_json_schema.value, **prompt_vars}
+        raw: list[str] = []
+        errors: list[str] = []
+        for _ in range(self.n_retries + 1):
+            reply = await self.predictor.forward(
+                messages, provider_kwargs=provider_kwargs, **variables
+            )
+            raw.append(reply.content)
+            value, error = self.check(reply)
+            if error is None:
+                return value  # type: ignore[return-value]
+            errors.append(error)
+            messages = [*messages, reply, self.retry_message(error)]
+        raise FailedToParseOutput(
+            f"No valid {self.output_model.__name__} after {len(raw)} attempt(s); the last "
+            f"reply's problems:\n{errors[-1]}\nRaise n_retries, simplify the schema or use a "
+            "stronger model. Every reply is in `.raw` and every error in `.errors`.",
+            raw=raw,
+            errors=errors,
+        )
+
+    def extra_repr(self) -> str:
+        mode = "native" if self.native else "prompted"
+        return f"{self.output_model.__name__}, n_retries={self.n_retries}, {mode}"
