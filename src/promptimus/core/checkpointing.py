@@ -438,7 +438,7 @@ def plan_load(module: Module, data: Mapping[str, Any], strict: bool = True) -> L
         )
     if problems:
         hint = (
-            " Pass strict=False to load the matching keys and skip unknown/missing ones."
+            "\nPass strict=False to load the matching keys and skip unknown/missing ones."
             if strict and (plan.unexpected or plan.missing) and not plan.errors
             else ""
         )

@@ -326,9 +326,11 @@ class Module(ABC):
                 if id(owner) not in seen:
                     seen.add(id(owner))
                     todo.append(owner)
-        label = kind.replace("_", " ")
+        label = {"llm": "an LLM", "embedder": "an embedder", "reranker": "a reranker"}.get(
+            kind, "a vector store"
+        )
         raise _PROVIDER_ERRORS[kind](
-            f"{self._where()} needs a {label} but neither it nor any parent has one; call "
+            f"{self._where()} needs {label} but neither it nor any parent has one; call "
             f"`.with_{kind}(...)` on it or on an ancestor."
         )
 
