@@ -6,10 +6,10 @@ neither `openai` nor `chromadb`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import errors
+from ._lazy import lazy_exports
 from .core import (
     Module,
     ModuleDict,
@@ -26,14 +26,14 @@ __version__ = "0.1.0"
 
 # name -> module that defines it (imported on first attribute access)
 _LAZY: dict[str, str] = {
-    "Message": "promptimus.dto",
-    "MessageRole": "promptimus.dto",
-    "ImageContent": "promptimus.dto",
-    "ToolRequest": "promptimus.dto",
-    "ToolFunction": "promptimus.dto",
-    "Usage": "promptimus.dto",
-    "MessageDelta": "promptimus.dto",
-    "ToolCallDelta": "promptimus.dto",
+    "Message": "dto",
+    "MessageRole": "dto",
+    "ImageContent": "dto",
+    "ToolRequest": "dto",
+    "ToolFunction": "dto",
+    "Usage": "dto",
+    "MessageDelta": "dto",
+    "ToolCallDelta": "dto",
 }
 _SUBMODULES = {
     "dto",
@@ -66,19 +66,7 @@ if TYPE_CHECKING:
     from .dto import Usage as Usage
 
 
-def __getattr__(name: str) -> Any:
-    if name in _SUBMODULES:
-        return importlib.import_module(f"promptimus.{name}")
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'promptimus' has no attribute {name!r}")
-    value = getattr(importlib.import_module(target), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY, *_SUBMODULES})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), submodules=_SUBMODULES)
 
 
 __all__ = [

@@ -5,8 +5,9 @@ Names are imported lazily so ``import promptimus.embedders`` does not import ``o
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from promptimus._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from promptimus.embedders.base import EmbedderProtocol, Embedding
@@ -33,14 +34,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'promptimus.embedders' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"promptimus.embedders.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return [*globals(), *__all__]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -5,8 +5,9 @@ Names are imported lazily so ``import promptimus.llms`` does not import ``openai
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from promptimus._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from promptimus.llms.accumulator import MessageAccumulator, aaccumulate, accumulate
@@ -46,14 +47,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'promptimus.llms' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"promptimus.llms.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return [*globals(), *__all__]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

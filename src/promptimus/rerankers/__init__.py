@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from promptimus._lazy import lazy_exports
 
 _LAZY: dict[str, str] = {
     "RerankerProtocol": "base",
@@ -23,17 +24,7 @@ if TYPE_CHECKING:
     from .rrf import reciprocal_rank_fusion as reciprocal_rank_fusion
 
 
-def __getattr__(name: str) -> Any:
-    target = _LAZY.get(name)
-    if target is None:
-        raise AttributeError(f"module 'promptimus.rerankers' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{target}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
 
 
 __all__ = list(_LAZY)

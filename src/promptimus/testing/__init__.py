@@ -8,8 +8,9 @@ loads on first use of `FakeOpenAIServer`.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from promptimus._lazy import lazy_exports
 from promptimus.testing.script import Fault, RecordedRequest, Reply, Route, ToolCall
 
 if TYPE_CHECKING:
@@ -26,10 +27,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    # Lazy so `python -m promptimus.testing.fake_openai` does not import the module twice.
-    if name in ("FakeOpenAIServer", "SpawnedServer"):
-        from promptimus.testing import fake_openai
-
-        return getattr(fake_openai, name)
-    raise AttributeError(f"module 'promptimus.testing' has no attribute {name!r}")
+# Lazy so `python -m promptimus.testing.fake_openai` does not import that module twice.
+__getattr__, __dir__ = lazy_exports(
+    __name__, {"FakeOpenAIServer": "fake_openai", "SpawnedServer": "fake_openai"}, globals()
+)

@@ -6,9 +6,9 @@ in the ``promptimus-chromadb-store`` plugin (``from chromadb_store import Chroma
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from promptimus._lazy import lazy_exports
 from promptimus.vector_stores.base import (
     Metadata,
     SearchHit,
@@ -34,14 +34,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'promptimus.vector_stores' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"promptimus.vector_stores.{module}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return [*globals(), *__all__]
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -1,0 +1,41 @@
+"""The one lazy-export mechanism behind the package's ``__init__`` files (module ``__getattr__``).
+
+Heavy names (anything importing ``openai``, ``httpx``, ``numpy``...) are listed with the submodule
+that defines them and imported on first attribute access, so ``import promptimus`` stays fast.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
+from typing import Any
+
+
+def lazy_exports(
+    package: str,
+    names: Mapping[str, str],
+    namespace: MutableMapping[str, Any],
+    submodules: Iterable[str] = (),
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """Return ``(__getattr__, __dir__)`` for ``package``.
+
+    ``names`` maps an exported name to the submodule of ``package`` that defines it; ``submodules``
+    are names that resolve to ``package.<name>`` itself. A resolved name is cached in ``namespace``
+    (the package's ``globals()``), so each is looked up once.
+    """
+    subpackages = frozenset(submodules)
+
+    def __getattr__(name: str) -> Any:
+        if name in subpackages:
+            return importlib.import_module(f"{package}.{name}")
+        target = names.get(name)
+        if target is None:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(f"{package}.{target}"), name)
+        namespace[name] = value
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *names, *subpackages})
+
+    return __getattr__, __dir__
