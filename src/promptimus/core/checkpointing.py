@@ -39,7 +39,7 @@ from ..errors import (
     InvalidParameterValue,
     UnsafeReference,
 )
-from .parameters import Parameter, check_value, value_digest
+from .parameters import Parameter, check_value, copy_value, value_digest
 
 if TYPE_CHECKING:
     from .module import Module
@@ -191,6 +191,11 @@ def _read_file_reference(target: str, key: str, ctx: _RefContext) -> tuple[str, 
         )
     try:
         text = resolved.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CheckpointReferenceError(
+            f"{ctx.source}: {key} references {target!r}, which is not UTF-8 text "
+            f"({exc.reason} at byte {exc.start}); save that file as UTF-8."
+        ) from None
     except OSError as exc:
         raise CheckpointReferenceError(
             f"{ctx.source}: {key} references {target!r}, which cannot be read "
@@ -208,9 +213,21 @@ def _read_pkg_reference(target: str, key: str, ctx: _RefContext) -> tuple[str, s
             f"{ctx.source}: {key} has ${{pkg:{target}}}; write it as "
             "${pkg:package.subpackage.file.ext} (the last two parts are the file name)."
         )
+    if any(sep in f"{stem}.{rest}" for sep in ("/", "\\")):
+        # a path there would let joinpath leave the package (an absolute one replaces it)
+        raise UnsafeReference(
+            f"{ctx.source}: {key} has ${{pkg:{target}}}, whose file name contains a path "
+            "separator; a package reference names a file in the package folder, written as "
+            "${pkg:package.subpackage.file.ext}. Use ${file:...} for other files."
+        )
     try:
         resource = importlib.resources.files(package).joinpath(f"{stem}.{rest}")
         text = resource.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise CheckpointReferenceError(
+            f"{ctx.source}: {key} references package file {target!r}, which is not UTF-8 text "
+            f"({exc.reason} at byte {exc.start}); save that file as UTF-8."
+        ) from None
     except (ModuleNotFoundError, OSError, TypeError) as exc:
         raise CheckpointReferenceError(
             f"{ctx.source}: {key} references package file {target!r}, which cannot be read "
@@ -305,7 +322,13 @@ def atomic_write_text(path: Path, text: str) -> None:
     """Write UTF-8 text so that readers see the old file or the new one, never a mix."""
     data = text.encode("utf-8")
     directory = path.parent if path.parent != Path("") else Path(".")
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise CheckpointError(
+            f"Cannot save checkpoint {path}: cannot create a file in {directory} "
+            f"({exc.strerror or exc}); create that folder or make it writable."
+        ) from exc
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
@@ -355,7 +378,8 @@ def _kind(value: Any) -> str:
 
 
 def _fit(param: Parameter[Any], value: Any, key: str) -> Any:
-    check_value(value, f"Checkpoint key {key!r}")
+    # copied: the loaded module must not share a list with the caller's dict (or another module)
+    value = copy_value(check_value(value, f"Checkpoint key {key!r}"))
     if not param.is_set:
         return value
     want, got = _kind(param._value), _kind(value)
@@ -405,6 +429,9 @@ def plan_load(module: Module, data: Mapping[str, Any], strict: bool = True) -> L
                 )
                 continue
             plan.assignments[id(param)] = (param, fitted, key)
+        for name, param in node._parameters.items():
+            if name not in params and param.is_set:
+                plan.missing.append(f"{prefix}.{name}" if prefix else name)
         for name, value in submodules.items():
             key = f"{prefix}.{name}" if prefix else name
             child = node._submodules.get(name)
@@ -415,9 +442,6 @@ def plan_load(module: Module, data: Mapping[str, Any], strict: bool = True) -> L
                     plan.unexpected.append(key)
                 continue
             walk(child, value, key)
-        for name, param in node._parameters.items():
-            if name not in params and param.is_set:
-                plan.missing.append(f"{prefix}.{name}" if prefix else name)
         for name, child in node._submodules.items():
             if name not in submodules:
                 walk(child, {}, f"{prefix}.{name}" if prefix else name)

@@ -41,12 +41,18 @@ class ModuleDict(Module, MutableMapping[str, Module]):
             raise KeyError(key) from None
 
     def __setitem__(self, key: str, module: Module) -> None:
-        self._register(self._check_key(key), _check_module(self, key, module))
+        old = self._member(self._check_key(key))
+        self._register(key, _check_module(self, key, module))
+        if old is not None and self.__dict__.get(key) is old:  # registered as `md.key = ...`
+            object.__setattr__(self, key, module)
 
     def __delitem__(self, key: str) -> None:
         if key not in self._submodules:
             raise KeyError(key)
+        old = self._submodules[key]
         self._unregister(key)
+        if self.__dict__.get(key) is old:  # registered as `md.key = ...`
+            object.__delattr__(self, key)
 
     def __iter__(self) -> Iterator[str]:
         return iter(list(self._submodules))

@@ -29,7 +29,7 @@ from ..errors import (
 )
 from . import checkpointing
 from .hooks import RemovableHandle, active_interceptors, maybe_await
-from .parameters import UNSET, Parameter
+from .parameters import UNSET, Parameter, copy_value
 
 if TYPE_CHECKING:
     from ..embedders.base import EmbedderProtocol
@@ -65,6 +65,14 @@ def _wrap_forward(fn: Callable[..., Any]) -> Callable[..., Any]:
 
     forward.__promptimus_wrapped__ = True  # type: ignore[attr-defined]
     return forward
+
+
+def _class_attribute(cls: type, name: str) -> Any:
+    """What `cls` defines for `name` along its MRO (never the metaclass, so `mro` is free)."""
+    for klass in cls.__mro__:
+        if name in klass.__dict__:
+            return klass.__dict__[name]
+    return None
 
 
 class Module(ABC):
@@ -113,7 +121,13 @@ class Module(ABC):
                 f"{type(self).__name__}: call `super().__init__()` at the start of __init__ "
                 f"before assigning {name!r}."
             )
-        class_attr = inspect.getattr_static(type(self), name, None)
+        class_attr = _class_attribute(type(self), name)
+        if isinstance(class_attr, property) and class_attr.fset is None:
+            hint = f" Set a provider with `.with_{name}(...)`." if name in _PROVIDER_ERRORS else ""
+            raise ModuleError(
+                f"Cannot assign {name!r} on {type(self).__name__}: it is a read-only property of "
+                f"the class. Choose another attribute name.{hint}"
+            )
         if hasattr(class_attr, "__set__"):  # a property or other data descriptor owns this name
             object.__setattr__(self, name, value)
             return
@@ -431,7 +445,7 @@ class Module(ABC):
     def state_dict(self) -> dict[str, Any]:
         """Flat `{"dotted.path": value}` of every set parameter (shared ones under every path)."""
         return {
-            name: param._value
+            name: copy_value(param._value)
             for name, param in self.named_parameters(remove_duplicate=False)
             if param._value is not UNSET
         }
@@ -454,7 +468,7 @@ class Module(ABC):
         registration order (unset parameters are left out)."""
         return {
             "params": {
-                name: param._value
+                name: copy_value(param._value)
                 for name, param in self._parameters.items()
                 if param._value is not UNSET
             },

@@ -32,6 +32,13 @@ UNSET: Any = _Unset()
 _MAX_INT_BITS = 2000
 
 
+def copy_value(value: Any) -> Any:
+    """A copy of a parameter value that shares no list with it (scalars are immutable)."""
+    if isinstance(value, list):
+        return [copy_value(item) for item in value]
+    return value
+
+
 def check_value(value: Any, where: str = "a Parameter") -> Any:
     """Return `value` if a checkpoint can hold it exactly, else raise `InvalidParameterValue`.
 
