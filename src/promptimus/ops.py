@@ -45,12 +45,24 @@ def normalize(a: Vector) -> list[float]:
 def cosine(a: Vector, b: Vector) -> float:
     """Cosine similarity in ``[-1, 1]``; ``0.0`` when either vector is all zeros (or empty).
 
+    A vector holding NaN or infinity raises `InvalidEmbedding` (clamping NaN would report it as a
+    perfect match).
+
     A zero vector has no direction, so it is treated as unrelated to everything rather than
     producing NaN, which would poison sorting.
     """
     _check_same_length(a, b)
-    denominator = norm(a) * norm(b)
-    if denominator == 0.0:
+    if not all(map(math.isfinite, a)) or not all(map(math.isfinite, b)):
+        raise InvalidEmbedding(
+            "cosine got a vector containing NaN or infinity; check the embedder that made it."
+        )
+    # Scale each vector by its largest magnitude first, so very large or very small components
+    # neither overflow to inf (inf / inf is NaN) nor underflow to a false zero vector.
+    scale_a = max(map(abs, a), default=0.0)
+    scale_b = max(map(abs, b), default=0.0)
+    if scale_a == 0.0 or scale_b == 0.0:
         return 0.0
-    value = dot(a, b) / denominator
+    a = [x / scale_a for x in a]
+    b = [x / scale_b for x in b]
+    value = dot(a, b) / (norm(a) * norm(b))
     return max(-1.0, min(1.0, value))

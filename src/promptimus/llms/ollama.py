@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from promptimus.llms.openai import OpenAILike
@@ -10,12 +11,18 @@ from promptimus.llms.openai import OpenAILike
 DEFAULT_OLLAMA_URL = "http://localhost:11434/v1"
 
 
-def ollama_base_url() -> str:
-    """``OLLAMA_BASE_URL`` if set, else ``OLLAMA_HOST`` (``host:port`` or a URL) + ``/v1``."""
-    explicit = os.environ.get("OLLAMA_BASE_URL")
+def ollama_base_url(env: Mapping[str, str] | None = None) -> str:
+    """``OLLAMA_BASE_URL`` if set, else ``OLLAMA_HOST`` (``host:port`` or a URL) + ``/v1``.
+
+    Read from ``env`` when it sets either variable, otherwise from ``os.environ``.
+    """
+    source: Mapping[str, str] = os.environ
+    if env is not None and (env.get("OLLAMA_BASE_URL") or env.get("OLLAMA_HOST")):
+        source = env
+    explicit = source.get("OLLAMA_BASE_URL")
     if explicit:
         return explicit
-    host = os.environ.get("OLLAMA_HOST")
+    host = source.get("OLLAMA_HOST")
     if not host:
         return DEFAULT_OLLAMA_URL
     if "://" not in host:

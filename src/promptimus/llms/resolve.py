@@ -55,9 +55,9 @@ def _build(provider: str, model: str, env: Mapping[str, str], spec: str) -> LLMP
 
         return OpenAILike(model, env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL"))
     if name == "ollama":
-        from promptimus.llms.ollama import OllamaProvider
+        from promptimus.llms.ollama import OllamaProvider, ollama_base_url
 
-        return OllamaProvider(model)
+        return OllamaProvider(model, ollama_base_url(env))
     prefix = _env_name(provider)
     base_url = env.get(f"{prefix}_API_BASE")
     if base_url:

@@ -229,6 +229,10 @@ class InMemoryVectorStore:
                     f"the query embedding has shape {query.shape}, the store holds vectors of "
                     f"length {self._dim}; embed the query with the embedder used for the documents."
                 )
+            if not np.isfinite(query).all():
+                raise InvalidEmbedding(
+                    "the query embedding contains NaN or infinity; check the embedder."
+                )
             rows = self._matching_rows(predicate, size)
             if rows is not None and rows.size == 0:
                 return []
