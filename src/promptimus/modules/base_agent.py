@@ -39,7 +39,7 @@ from .events import (
     ToolResultEvent,
 )
 from .memory import Memory, MemoryModule, as_messages
-from .run_context import RunContext
+from .run_context import HandoffView, RunContext
 from .run_record import (
     RunRecord,
     StepRecord,
@@ -166,6 +166,11 @@ class BaseAgent(Module, Generic[OutputT]):
         """Messages sent after the system prompt and before the conversation (not remembered)."""
         return []
 
+    def _handoff_view(self) -> HandoffView | None:
+        """How a sub-agent with `handoff_history` sees the conversation (None: the native rules
+        of `handoff_messages`). A text protocol overrides it to recognize its own tool loop."""
+        return None
+
     @abstractmethod
     def _interpret(self, reply: Message, state: RunState) -> Decision:
         """What to do with a reply (may raise to end the run)."""
@@ -205,7 +210,7 @@ class BaseAgent(Module, Generic[OutputT]):
         **prompt_vars: Any,
     ) -> RunResult[OutputT]:
         """Like `forward` (through the same hooks), returning `RunResult(output, record)`."""
-        with capture_records() as runs:
+        with capture_records(propagate=True) as runs:
             output = await self.forward(request, deps, **prompt_vars)
         return RunResult(output, runs[0] if runs else RunRecord(output=output))
 
@@ -332,7 +337,12 @@ class BaseAgent(Module, Generic[OutputT]):
             for call in calls:
                 yield ToolCallEvent(call.id, call.name, call.arguments, index)
             tool_ctx: RunContext[Any] = RunContext(
-                deps=deps, messages=conversation, step=index, usage=record.usage, record=record
+                deps=deps,
+                messages=conversation,
+                step=index,
+                usage=record.usage,
+                record=record,
+                handoff_view=self._handoff_view(),
             )
             if len(calls) == 1:
                 records = [await self._call_tool(calls[0], tool_ctx)]

@@ -18,9 +18,10 @@ from ..errors import ReactParseError
 from ..template import template_fields
 from .base_agent import Act, BaseAgent, Decision, Final, Retry, RunState, ToolInvocation
 from .memory import Memory
-from .react_parser import ReactAnswer, parse_react
+from .react_parser import ReactAction, ReactAnswer, parse_react
+from .run_context import HandoffView
 from .run_record import ToolCallRecord
-from .tool import Tool
+from .tool import Tool, handoff_messages
 
 __all__ = ["DEFAULT_PROMPT", "REACT_PROTOCOL", "ToolCallingAgent"]
 
@@ -91,6 +92,32 @@ class ToolCallingAgent(BaseAgent[Message]):
             **prompt_vars,
         }
 
+    def _handoff_view(self) -> HandoffView:
+        return self._handoff_messages
+
+    def _handoff_messages(self, messages: list[Message], include_tool_loop: bool) -> list[Message]:
+        """The conversation for a handed-off sub-agent: the ReACT tool loop (an `Action:` reply
+        and the `Observation:` that answers it) is kept only with `include_tool_loop`; the
+        action being executed right now (no observation yet) is always left out."""
+        out: list[Message] = []
+        pending: Message | None = None  # an Action reply waiting for its observation
+        for message in messages:
+            if pending is not None:
+                if message.role == self.observation_role and message.content.startswith(
+                    OBSERVATION_TEMPLATE.format(output="")
+                ):
+                    if include_tool_loop:
+                        out.extend((pending, message))
+                    pending = None
+                    continue
+                out.append(pending)  # not answered by an observation: ordinary text
+                pending = None
+            if message.role == MessageRole.ASSISTANT and _is_action(message.content):
+                pending = message
+                continue
+            out.append(message)
+        return handoff_messages(out, include_tool_loop)
+
     def _interpret(self, reply: Message, state: RunState) -> Decision:
         try:
             parsed = parse_react(reply.content)
@@ -112,3 +139,10 @@ class ToolCallingAgent(BaseAgent[Message]):
             )
             for entry in records
         ]
+
+
+def _is_action(text: str) -> bool:
+    try:
+        return isinstance(parse_react(text), ReactAction)
+    except ReactParseError:
+        return False

@@ -10,8 +10,9 @@ parameter is injected by the agent and never shown to the model::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar
 
 from ..dto import Message, Usage
 
@@ -21,6 +22,9 @@ if TYPE_CHECKING:
 __all__ = ["RunContext"]
 
 DepsT = TypeVar("DepsT")
+
+HandoffView: TypeAlias = Callable[[list[Message], bool], list[Message]]
+"""`(messages, include_tool_loop) -> messages`: the conversation a handed-off sub-agent sees."""
 
 
 @dataclass(slots=True)
@@ -33,6 +37,8 @@ class RunContext(Generic[DepsT]):
     - `usage`: tokens used so far in this run.
     - `tool_call_id`: the id of the tool call being executed (None outside a tool call).
     - `record`: the run's `RunRecord`, when the agent keeps one.
+    - `handoff_view`: how the calling agent shows `messages` to a sub-agent with
+      `handoff_history` (it knows which messages are its tool loop); None: native tool calls.
     """
 
     deps: DepsT = None  # type: ignore[assignment]
@@ -41,6 +47,7 @@ class RunContext(Generic[DepsT]):
     usage: Usage = field(default_factory=Usage)
     tool_call_id: str | None = None
     record: RunRecord | None = None
+    handoff_view: HandoffView | None = None
 
     def for_tool_call(self, tool_call_id: str | None) -> RunContext[DepsT]:
         """A copy for one tool call (sharing `deps`, `messages`, `usage` and `record`)."""
@@ -51,6 +58,7 @@ class RunContext(Generic[DepsT]):
             usage=self.usage,
             tool_call_id=tool_call_id,
             record=self.record,
+            handoff_view=self.handoff_view,
         )
 
     def __repr__(self) -> str:

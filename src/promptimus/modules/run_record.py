@@ -120,11 +120,17 @@ def recording(record: RunRecord) -> Iterator[RunRecord]:
 
 
 @contextmanager
-def capture_records() -> Iterator[list[RunRecord]]:
-    """Collect the records of the runs that start directly inside the block, in start order."""
+def capture_records(propagate: bool = False) -> Iterator[list[RunRecord]]:
+    """Collect the records of the runs that start directly inside the block, in start order.
+
+    With `propagate`, the collected records are also handed to the enclosing capture, if any,
+    when the block ends (so `agent.run(...)` inside a tool still reports to the parent agent)."""
     runs: list[RunRecord] = []
+    outer = _sink.get() if propagate else None
     token = _sink.set(runs)
     try:
         yield runs
     finally:
         _sink.reset(token)
+        if outer is not None:
+            outer.extend(runs)

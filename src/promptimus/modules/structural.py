@@ -56,23 +56,38 @@ _NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 _decoder = json.JSONDecoder()
 
 
+_SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
+_SUBSCHEMA_ONES = ("items", "additionalProperties", "not", "contains", "if", "then", "else")
+_SUBSCHEMA_MAPS = ("properties", "$defs", "definitions", "patternProperties")
+
+
 def _strictify(node: Any) -> bool:
     """Close every object schema under `node` (additionalProperties: false where unset) and
-    return whether OpenAI's strict mode can take the schema."""
+    return whether OpenAI's strict mode can take the schema.
+
+    The walk follows the JSON-schema structure: the values of `properties` / `$defs` are
+    schemas, the mapping itself is not (a field may be named `properties` or `type`)."""
+    if not isinstance(node, dict):
+        return True
     strict = True
-    if isinstance(node, dict):
-        if node.get("type") == "object" or "properties" in node:
-            properties = node.get("properties", {})
-            if set(node.get("required", ())) != set(properties):
-                strict = False
-            extra = node.setdefault("additionalProperties", False)
-            if extra is not False:
-                strict = False
-        for value in node.values():
-            strict = _strictify(value) and strict
-    elif isinstance(node, list):
-        for item in node:
-            strict = _strictify(item) and strict
+    if node.get("type") == "object" or isinstance(node.get("properties"), dict):
+        properties = node.get("properties", {})
+        if set(node.get("required", ())) != set(properties):
+            strict = False
+        if node.setdefault("additionalProperties", False) is not False:
+            strict = False
+    for key in _SUBSCHEMA_MAPS:
+        mapping = node.get(key)
+        if isinstance(mapping, dict):
+            for value in mapping.values():
+                strict = _strictify(value) and strict
+    for key in _SUBSCHEMA_LISTS:
+        items = node.get(key)
+        if isinstance(items, list):
+            for item in items:
+                strict = _strictify(item) and strict
+    for key in _SUBSCHEMA_ONES:
+        strict = _strictify(node.get(key)) and strict
     return strict
 
 

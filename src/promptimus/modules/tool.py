@@ -231,7 +231,7 @@ class Tool(Module):
             assert module is not None
             parameters = self._adapt_module_parameters(tool_name, module, parameters)
             docstring = _module_docstring(module)
-            if handoff_history and self._input is None:
+            if handoff_history and (self._input is None or not self._input.as_list):
                 raise ToolError(
                     f"Tool {tool_name!r}: handoff_history=True needs {type(module).__name__}."
                     "forward to take the conversation as a parameter annotated with list[Message]"
@@ -426,7 +426,8 @@ class Tool(Module):
     def _module_input(self, request: str, ctx: RunContext[Any] | None) -> Any:
         assert self._input is not None
         if self._handoff_history:
-            history = handoff_messages(ctx.messages, self._handoff_include_tool_loop) if ctx else []
+            view = (ctx.handoff_view if ctx else None) or handoff_messages
+            history = view(ctx.messages, self._handoff_include_tool_loop) if ctx else []
             return [*history, Message(role=MessageRole.USER, content=request)]
         if self._input.as_text:
             return request

@@ -245,6 +245,7 @@ class ArgSpec:
     name: str
     field: str
     positional_only: bool
+    always_pass: bool = False  # the Python default is a pydantic `Field(...)`, not a value
 
 
 @dataclass(frozen=True, slots=True)
@@ -273,7 +274,7 @@ class FunctionSchema:
         return {
             spec.name: getattr(instance, spec.field)
             for spec in self.args
-            if spec.field in given or spec.positional_only
+            if spec.field in given or spec.positional_only or spec.always_pass
         }
 
     def split(self, values: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
@@ -364,21 +365,35 @@ def build_schema(
             context.append(param.name)
             continue
         base, metadata, description = _split_annotated(annotation)
+        # `def f(x: int = Field(3, description=...))`: the default is pydantic field info
+        default_info = param.default if isinstance(param.default, FieldInfo) else None
         has_description = any(
-            isinstance(m, FieldInfo) and m.description is not None for m in metadata
+            isinstance(m, FieldInfo) and m.description is not None
+            for m in (*metadata, default_info)
         )
         if description is None and not has_description:
             description = doc.params.get(param.name)
         field_type = Annotated[(base, *metadata)] if metadata else base  # type: ignore[valid-type]
         field_name = f"p_{param.name}"
         extra = {"description": description} if description is not None else {}
-        info: Any = Field(
-            default=... if param.default is param.empty else param.default,
-            alias=param.name,
-            **extra,
-        )
+        info: Any
+        if default_info is not None:
+            info = FieldInfo.merge_field_infos(default_info, Field(alias=param.name, **extra))
+        else:
+            info = Field(
+                default=... if param.default is param.empty else param.default,
+                alias=param.name,
+                **extra,
+            )
         fields[field_name] = (field_type, info)
-        specs.append(ArgSpec(param.name, field_name, param.kind is param.POSITIONAL_ONLY))
+        specs.append(
+            ArgSpec(
+                param.name,
+                field_name,
+                param.kind is param.POSITIONAL_ONLY,
+                always_pass=default_info is not None,
+            )
+        )
     try:
         model = create_model(  # type: ignore[call-overload]
             _model_name(tool) + "Arguments",
