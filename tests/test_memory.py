@@ -6,7 +6,7 @@ import pytest
 
 import promptimus as pm
 from promptimus.dto import Message, MessageRole, ToolFunction, ToolRequest
-from promptimus.errors import InvalidArgument
+from promptimus.errors import EmptyMemory, InvalidArgument
 from promptimus.llms import ScriptedLLM
 from promptimus.modules import Memory, MemoryModule, ResetMemoryContext
 
@@ -53,6 +53,15 @@ def test_memory_manipulation_and_context_manager():
     assert [m.content for m in memory] == ["3"]
     with pytest.raises(InvalidArgument):
         Memory(-1)
+
+
+def test_replace_last_on_empty_memory_is_a_clear_error():
+    memory = Memory(3)
+    with pytest.raises(EmptyMemory, match="add_message"):
+        memory.replace_last(user("A"))
+    assert memory.as_list() == []
+    with pytest.raises(IndexError):  # still an IndexError for code that catches that
+        MemoryModule(memory_size=3, system_prompt="s").replace_last(user("A"))
 
 
 async def test_memory_module_keeps_the_conversation():

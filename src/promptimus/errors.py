@@ -146,6 +146,10 @@ class InvalidArgument(PromptimusError, ValueError):
     """A function was called with an argument it cannot use."""
 
 
+class EmptyMemory(PromptimusError, IndexError):
+    """A memory operation needs a message, but the memory holds none."""
+
+
 # --- fake server and hashing embedder (added by the fake-server helper) -------------------------
 
 

@@ -9,7 +9,7 @@ from typing import Any, Self
 
 from ..core import Module, current_session
 from ..dto import Message, MessageRole
-from ..errors import InvalidArgument
+from ..errors import EmptyMemory, InvalidArgument
 from .prompt import Prompt
 
 
@@ -62,6 +62,11 @@ class Memory:
         return [*_bounded(old, room), *new]
 
     def replace_last(self, message: Message) -> Self:
+        if not self.data:
+            raise EmptyMemory(
+                "replace_last() on an empty memory: there is no message to replace; "
+                "use add_message() instead."
+            )
         self.data[-1] = message
         return self
 
