@@ -8,28 +8,19 @@ order of the input texts. Retries, rate limits and key handling are the ones `Op
 from __future__ import annotations
 
 import asyncio
-import threading
 from typing import Any
 
 from promptimus.dto import Usage
 from promptimus.errors import InvalidArgument, ProviderResponseError
 from promptimus.transport.concurrency import ConcurrencyLimit
-from promptimus.transport.openai_client import OpenAIClientFactory
+from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.retry import RetryPolicy
 
 __all__ = ["OpenAILikeEmbedder"]
 
-_CHARS_PER_TOKEN = 4
 
-
-def _limiter(value: float | RateLimiter | None, period: float) -> RateLimiter | None:
-    if value is None or isinstance(value, RateLimiter):
-        return value
-    return RateLimiter(value, period)
-
-
-class OpenAILikeEmbedder:
+class OpenAILikeEmbedder(OpenAIEndpoint):
     """Embed text with an OpenAI-compatible server (OpenAI, Ollama, vLLM, TEI, LM Studio...).
 
     - ``batch_size``: texts per request. ``max_concurrency``: requests in flight at once (an int,
@@ -41,6 +32,8 @@ class OpenAILikeEmbedder:
       at 4 characters each, corrected with the reported usage).
     - ``request_count`` and ``usage`` total the completed requests.
     """
+
+    _request_kind = "embedding"
 
     def __init__(
         self,
@@ -65,49 +58,23 @@ class OpenAILikeEmbedder:
             raise InvalidArgument(f"batch_size must be >= 1, got {batch_size}.")
         if dimensions is not None and dimensions < 1:
             raise InvalidArgument(f"dimensions must be >= 1 (or None), got {dimensions}.")
-        self.model_name = model_name
-        self.batch_size = batch_size
-        self.dimensions = dimensions
-        self._factory = OpenAIClientFactory(
+        super().__init__(
+            model_name,
             api_key,
             base_url,
-            api_key_env=api_key_env,
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
             timeout=timeout,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            rate_period=rate_period,
+            call_kwargs=call_kwargs,
+            retry=retry,
+            api_key_env=api_key_env,
             client_kwargs=client_kwargs,
         )
-        self.retry = retry if retry is not None else RetryPolicy(max_retries=max_retries)
-        if isinstance(max_concurrency, int):
-            max_concurrency = ConcurrencyLimit(max_concurrency)
-        self._slots = max_concurrency
-        self._rpm = _limiter(requests_per_minute, rate_period)
-        self._tpm = _limiter(tokens_per_minute, rate_period)
-        self.call_kwargs: dict[str, Any] = dict(call_kwargs or {})
-        self._lock = threading.Lock()
-        self._usage = Usage()
-        self._request_count = 0
-
-    @property
-    def base_url(self) -> str | None:
-        return self._factory.base_url
-
-    @property
-    def max_concurrency(self) -> int | None:
-        return self._slots.limit if self._slots is not None else None
-
-    @property
-    def usage(self) -> Usage:
-        """Tokens of every completed request so far."""
-        return self._usage
-
-    @property
-    def request_count(self) -> int:
-        """Number of completed ``/embeddings`` requests."""
-        return self._request_count
-
-    def reset_usage(self) -> None:
-        with self._lock:
-            self._usage = Usage()
-            self._request_count = 0
+        self.batch_size = batch_size
+        self.dimensions = dimensions
 
     def __repr__(self) -> str:
         return (
@@ -145,26 +112,16 @@ class OpenAILikeEmbedder:
 
     # --- request plumbing --------------------------------------------------------------------
 
-    @property
-    def _context(self) -> str:
-        return (
-            f"embedding request for model {self.model_name!r} at "
-            f"{self.base_url or 'api.openai.com'}"
-        )
-
     async def _embed_batch(self, texts: list[str]) -> list[list[float]]:
         params: dict[str, Any] = {"model": self.model_name, **self.call_kwargs, "input": texts}
         if self.dimensions is not None:
             params["dimensions"] = self.dimensions
         client = self._factory.get()
-        tokens = sum(map(len, texts)) / _CHARS_PER_TOKEN if self._tpm is not None else 0.0
+        tokens = sum(map(len, texts)) / CHARS_PER_TOKEN if self._tpm is not None else 0.0
 
         async def attempt() -> tuple[Any, Reservation | None]:
-            slot = await self._slots.acquire() if self._slots is not None else None
+            slot, reservation = await self._admit(tokens)
             try:
-                if self._rpm is not None:
-                    await self._rpm.acquire()
-                reservation = await self._tpm.acquire(tokens) if self._tpm is not None else None
                 return await client.embeddings.create(**params), reservation
             finally:
                 if slot is not None:
@@ -177,14 +134,11 @@ class OpenAILikeEmbedder:
         usage = getattr(response, "usage", None)
         prompt_tokens = getattr(usage, "prompt_tokens", None) or 0
         total_tokens = getattr(usage, "total_tokens", None) or prompt_tokens
-        with self._lock:
-            self._request_count += 1
-            if prompt_tokens or total_tokens:
-                self._usage = self._usage + Usage(
-                    prompt_tokens=prompt_tokens, total_tokens=total_tokens
-                )
-        if reservation is not None and total_tokens:
-            reservation.settle(total_tokens)
+        reported = prompt_tokens or total_tokens
+        self._record(
+            Usage(prompt_tokens=prompt_tokens, total_tokens=total_tokens) if reported else None,
+            reservation,
+        )
         return vectors
 
     def _vectors(self, response: Any, expected: int) -> list[list[float]]:

@@ -8,27 +8,18 @@ every task, cumulative usage accounting, and safe handling of the API key.
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
 from promptimus.dto import Message, MessageDelta, Usage
 from promptimus.llms.openai_format import chunk_to_delta, completion_to_message, messages_to_openai
 from promptimus.transport.concurrency import ConcurrencyLimit
-from promptimus.transport.openai_client import OpenAIClientFactory
+from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.retry import RetryPolicy, classify
 
-_CHARS_PER_TOKEN = 4
 
-
-def _limiter(value: float | RateLimiter | None, period: float) -> RateLimiter | None:
-    if value is None or isinstance(value, RateLimiter):
-        return value
-    return RateLimiter(value, period)
-
-
-class OpenAILike:
+class OpenAILike(OpenAIEndpoint):
     """Chat with any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp, Groq, OpenRouter...).
 
     - ``api_key`` falls back to the ``api_key_env`` variable (``OPENAI_API_KEY``) at first call.
@@ -40,6 +31,8 @@ class OpenAILike:
     - ``call_kwargs``: default request options (``temperature``...) that per-call kwargs override.
     - ``usage`` and ``request_count`` total every completed request.
     """
+
+    _request_kind = "chat"
 
     def __init__(
         self,
@@ -58,52 +51,26 @@ class OpenAILike:
         api_key_env: str = "OPENAI_API_KEY",
         **client_kwargs: Any,
     ) -> None:
-        self.model_name = model_name
-        self._factory = OpenAIClientFactory(
+        super().__init__(
+            model_name,
             api_key,
             base_url,
-            api_key_env=api_key_env,
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
             timeout=timeout,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            rate_period=rate_period,
+            call_kwargs=call_kwargs,
+            retry=retry,
+            api_key_env=api_key_env,
             client_kwargs=client_kwargs,
         )
-        self.retry = retry if retry is not None else RetryPolicy(max_retries=max_retries)
-        if isinstance(max_concurrency, int):
-            max_concurrency = ConcurrencyLimit(max_concurrency)
-        self._slots = max_concurrency
-        self._rpm = _limiter(requests_per_minute, rate_period)
-        self._tpm = _limiter(tokens_per_minute, rate_period)
-        self.call_kwargs: dict[str, Any] = dict(call_kwargs or {})
-        self._lock = threading.Lock()
-        self._usage = Usage()
-        self._request_count = 0
-
-    @property
-    def base_url(self) -> str | None:
-        return self._factory.base_url
-
-    @property
-    def usage(self) -> Usage:
-        """Tokens used by every completed request so far."""
-        return self._usage
-
-    @property
-    def request_count(self) -> int:
-        """Number of completed requests (each successful ``achat`` / opened ``astream``)."""
-        return self._request_count
-
-    def reset_usage(self) -> None:
-        with self._lock:
-            self._usage = Usage()
-            self._request_count = 0
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
 
     # --- request plumbing ------------------------------------------------------------------
-
-    @property
-    def _context(self) -> str:
-        return f"chat request for model {self.model_name!r} at {self.base_url or 'api.openai.com'}"
 
     def _params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
         params = {"model": self.model_name, **self.call_kwargs, **kwargs}
@@ -121,29 +88,7 @@ class OpenAILike:
         if "tools" in params:
             chars += len(str(params["tools"]))
         budget = params.get("max_completion_tokens") or params.get("max_tokens") or 0
-        return chars / _CHARS_PER_TOKEN + budget
-
-    async def _admit(self, tokens: float) -> tuple[asyncio.Semaphore | None, Reservation | None]:
-        """Take a concurrency slot, then pass the rate limits (in that order, so a request
-        starts right when the limiter admits it)."""
-        slot = await self._slots.acquire() if self._slots is not None else None
-        try:
-            if self._rpm is not None:
-                await self._rpm.acquire()
-            reservation = await self._tpm.acquire(tokens) if self._tpm is not None else None
-        except BaseException:
-            if slot is not None:
-                slot.release()
-            raise
-        return slot, reservation
-
-    def _record(self, usage: Usage | None, reservation: Reservation | None) -> None:
-        with self._lock:
-            self._request_count += 1
-            if usage is not None:
-                self._usage = self._usage + usage
-        if reservation is not None and usage is not None and usage.total_tokens:
-            reservation.settle(usage.total_tokens)
+        return chars / CHARS_PER_TOKEN + budget
 
     # --- public API --------------------------------------------------------------------------
 

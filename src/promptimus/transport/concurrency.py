@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
+from promptimus.errors import InvalidArgument
 from promptimus.transport.per_loop import PerLoop
 
 
@@ -16,7 +17,9 @@ class ConcurrencyLimit:
 
     def __init__(self, limit: int) -> None:
         if limit < 1:
-            raise ValueError(f"max_concurrency must be >= 1, got {limit}")
+            raise InvalidArgument(
+                f"max_concurrency must be >= 1 (or None for no cap), got {limit}."
+            )
         self.limit = limit
         self._semaphores: PerLoop[asyncio.Semaphore] = PerLoop(lambda: asyncio.Semaphore(limit))
 
