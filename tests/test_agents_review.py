@@ -99,6 +99,31 @@ async def test_child_run_inside_a_tool_is_attached_to_the_parent_record() -> Non
     )
 
 
+async def test_every_agent_a_tool_runs_is_attached_and_counted() -> None:
+    first = OpenaiToolCallingAgent("first", []).with_llm(S(["one"]))
+    second = OpenaiToolCallingAgent("second", []).with_llm(S(["two"]))
+
+    @Tool.decorate
+    async def ask_both(question: str) -> str:
+        a = await first(question)
+        b, _ = await second.run(question)
+        return f"{a.content} {b.content}"
+
+    parent_llm = S([S.tool_call("ask_both", {"question": "q"}), "done"])
+    parent = OpenaiToolCallingAgent("parent", [ask_both]).with_llm(parent_llm)
+
+    _, record = await parent.run("go")
+
+    call = record.steps[0].tool_calls[0]
+    assert call.result == "one two"
+    assert [c.output.content for c in call.children] == ["one", "two"]
+    assert call.child is call.children[0]
+    own = sum(s.usage.total_tokens for s in record.steps)
+    children = sum(s.usage.total_tokens for c in call.children for s in c.steps)
+    assert children > 0
+    assert record.usage.total_tokens == own + children
+
+
 # --- handoff_history needs a forward that takes a list of messages ------------------------------
 
 

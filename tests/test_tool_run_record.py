@@ -47,7 +47,7 @@ class FakeAgent(Module):
 
 def test_usage_sums_steps_and_children() -> None:
     child = RunRecord(steps=[step(0, 100)])
-    call = ToolCallRecord(id="c1", name="sub", arguments="{}", result="r", child=child)
+    call = ToolCallRecord(id="c1", name="sub", arguments="{}", result="r", children=[child])
     parent = RunRecord(steps=[step(0, 10, [call]), step(1, 20)], output="done")
     assert parent.usage == Usage(prompt_tokens=130, completion_tokens=3, total_tokens=133)
     assert parent.tool_calls == [call]
@@ -70,7 +70,7 @@ async def test_sub_agent_record_is_captured_around_a_tool_call() -> None:
         with capture_records() as children:
             result = await tool.call({"request": "sub-question"}, RunContext(record=parent))
         call = ToolCallRecord(
-            id="c1", name=tool.name, arguments="{}", result=result, child=children[0]
+            id="c1", name=tool.name, arguments="{}", result=result, children=children
         )
         parent.steps.append(step(0, 5, [call]))
     assert result == "answer to 'sub-question'"
@@ -88,7 +88,7 @@ async def test_grandchildren_attach_to_the_child_not_the_outer_capture() -> None
                 with capture_records() as grandchildren:
                     await inner.call({"request": request})
                 record.steps.append(
-                    step(0, 0, [ToolCallRecord("g", "inner", "{}", child=grandchildren[0])])
+                    step(0, 0, [ToolCallRecord("g", "inner", "{}", children=grandchildren)])
                 )
             return "middle"
 

@@ -376,8 +376,7 @@ class BaseAgent(Module, Generic[OutputT]):
                     entry.result = await tool.call(arguments, ctx.for_tool_call(call.id))
                 except ToolError as exc:
                     entry.error = str(exc)
-            if children:
-                entry.child = children[0]
+            entry.children = children
         entry.duration_s = time.perf_counter() - started
         return entry
 

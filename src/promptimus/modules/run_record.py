@@ -9,7 +9,7 @@ An agent does, for one run::
         ...                                 # each LLM call appends a StepRecord
         with capture_records() as children: # around one tool call
             text = await tool.call(args, ctx)
-        ToolCallRecord(..., child=children[0] if children else None)
+        ToolCallRecord(..., children=children)
 
 A caller who only has `await agent(...)` can collect the record the same way::
 
@@ -41,7 +41,8 @@ __all__ = [
 @dataclass(slots=True)
 class ToolCallRecord:
     """One tool call: `arguments` exactly as the model wrote them, then either `result` (the text
-    the model saw) or `error`. `child` is the run record of a sub-agent used as the tool."""
+    the model saw) or `error`. `children` are the run records of the sub-agents the tool ran (an
+    agent used as a tool, or agents a function tool called), in start order."""
 
     id: str | None
     name: str
@@ -49,7 +50,12 @@ class ToolCallRecord:
     result: str | None = None
     error: str | None = None
     duration_s: float = 0.0
-    child: RunRecord | None = None
+    children: list[RunRecord] = field(default_factory=list)
+
+    @property
+    def child(self) -> RunRecord | None:
+        """The first sub-agent run (the agent itself when an agent is the tool), or None."""
+        return self.children[0] if self.children else None
 
 
 @dataclass(slots=True)
@@ -77,8 +83,8 @@ class RunRecord:
         for step in self.steps:
             total = total + step.usage
             for call in step.tool_calls:
-                if call.child is not None:
-                    total = total + call.child.usage
+                for child in call.children:
+                    total = total + child.usage
         return total
 
     @property
