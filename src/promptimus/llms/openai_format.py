@@ -56,10 +56,11 @@ def messages_to_openai(history: list[Message]) -> list[dict[str, Any]]:
 def _extra(obj: Any, *names: str) -> str | None:
     """A text field the SDK's typed model may not declare (e.g. ``reasoning_content``)."""
     extra = getattr(obj, "model_extra", None) or {}
-    for name in names:
+    fields = getattr(obj, "__dict__", None) or {}  # declared fields, read without getattr's
+    for name in names:  # AttributeError path (pydantic raises it for every missing name)
         value = extra.get(name)
         if value is None:
-            value = getattr(obj, name, None)
+            value = fields.get(name)
         if isinstance(value, str) and value:
             return value
     return None
