@@ -185,3 +185,34 @@ async def test_react_handoff_with_tool_loop_keeps_answered_actions_only() -> Non
     assert contents[2] == "Observation: noon"
     assert contents[3] == "sub task"  # the pending `Action: kid` is left out
     assert len(contents) == 4
+
+
+# --- a run record exports to JSON ----------------------------------------------------------------
+
+
+class Answer(BaseModel):
+    city: str
+
+
+async def test_run_record_to_dict_is_json_with_every_step_and_child() -> None:
+    import json
+
+    child = OpenaiToolCallingAgent("child", []).with_llm(S(["Paris"]))
+    tool = Tool.from_module(child, name="ask", description="Ask the child.")
+    parent_llm = S([S.tool_call("ask", {"request": "capital?"}), '{"city": "Paris"}'])
+    parent = OpenaiToolCallingAgent("parent", [tool], structural_output=Answer)
+
+    output, record = await parent.with_llm(parent_llm).run("go")
+
+    data = json.loads(json.dumps(record.to_dict()))
+    assert output == Answer(city="Paris")
+    assert data["output"] == {"city": "Paris"}
+    assert data["usage"]["total_tokens"] == record.usage.total_tokens > 0
+    assert [s["index"] for s in data["steps"]] == [0, 1]
+    first = data["steps"][0]
+    assert first["request"][-1] == {"role": "user", "content": "go", "images": []}
+    assert first["reply"]["tool_calls"][0]["function"]["name"] == "ask"
+    call = first["tool_calls"][0]
+    assert call["name"] == "ask" and call["result"] == "Paris" and call["error"] is None
+    assert call["children"][0]["output"]["content"] == "Paris"
+    assert call["children"][0]["steps"][0]["reply"]["content"] == "Paris"

@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic_core import to_jsonable_python
+
 from ..dto import Message, Usage
 
 __all__ = [
@@ -57,6 +59,18 @@ class ToolCallRecord:
         """The first sub-agent run (the agent itself when an agent is the tool), or None."""
         return self.children[0] if self.children else None
 
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (see `RunRecord.to_dict`)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "result": self.result,
+            "error": self.error,
+            "duration_s": self.duration_s,
+            "children": [child.to_dict() for child in self.children],
+        }
+
 
 @dataclass(slots=True)
 class StepRecord:
@@ -67,6 +81,16 @@ class StepRecord:
     reply: Message
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (see `RunRecord.to_dict`)."""
+        return {
+            "index": self.index,
+            "request": [_message_dict(message) for message in self.request],
+            "reply": _message_dict(self.reply),
+            "tool_calls": [call.to_dict() for call in self.tool_calls],
+            "usage": self.usage.model_dump(mode="json"),
+        }
 
 
 @dataclass(slots=True)
@@ -91,6 +115,21 @@ class RunRecord:
     def tool_calls(self) -> list[ToolCallRecord]:
         """Every tool call of this run (not of its children), in order."""
         return [call for step in self.steps for call in step.tool_calls]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole run as plain dicts, lists and scalars, ready for `json.dumps` (to log or
+        store it): `output` (pydantic models and dataclasses dumped, anything else unknown as
+        its `str`), `usage` (this run plus its sub-agents), and every step with its request,
+        reply, tool calls and their sub-agent runs."""
+        return {
+            "output": to_jsonable_python(self.output, fallback=str),
+            "usage": self.usage.model_dump(mode="json"),
+            "steps": [step.to_dict() for step in self.steps],
+        }
+
+
+def _message_dict(message: Message) -> dict[str, Any]:
+    return message.model_dump(mode="json", exclude_none=True)
 
 
 _current: contextvars.ContextVar[RunRecord | None] = contextvars.ContextVar(
