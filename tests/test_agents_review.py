@@ -216,3 +216,16 @@ async def test_run_record_to_dict_is_json_with_every_step_and_child() -> None:
     assert call["name"] == "ask" and call["result"] == "Paris" and call["error"] is None
     assert call["children"][0]["output"]["content"] == "Paris"
     assert call["children"][0]["steps"][0]["reply"]["content"] == "Paris"
+
+
+@pytest.mark.parametrize("role", ["assistant", "robot", ""])
+def test_react_observation_role_must_be_an_outside_role(role: str) -> None:
+    from promptimus.errors import InvalidArgument
+
+    with pytest.raises(InvalidArgument, match="must be 'user', 'system' or 'tool'"):
+        ToolCallingAgent([], observation_role=role)
+
+
+def test_react_observation_role_accepts_outside_roles() -> None:
+    for role in ("user", "system", "tool"):
+        assert ToolCallingAgent([], observation_role=role).observation_role.value == role

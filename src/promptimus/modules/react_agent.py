@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core import Module
 from ..dto import Message, MessageRole
-from ..errors import ReactParseError
+from ..errors import InvalidArgument, ReactParseError
 from ..template import template_fields
 from .base_agent import Act, BaseAgent, Decision, Final, Retry, RunState, ToolInvocation
 from .memory import Memory
@@ -59,6 +59,10 @@ class ToolCallingAgent(BaseAgent[Message]):
     `(ctx: RunContext) -> str` is computed before every LLM call and followed by the
     instructions. Checkpointed: `predictor.prompt.prompt` (or `predictor.prompt.suffix`) and
     each tool's description.
+
+    `observation_role`: the role of `Observation:` messages. `user` (the default) is accepted by
+    every server; `system` suits some local models; `tool` only servers that take a tool message
+    without a `tool_call_id` (the OpenAI API rejects that).
     """
 
     def __init__(
@@ -82,7 +86,7 @@ class ToolCallingAgent(BaseAgent[Message]):
             shared_memory=shared_memory,
             dynamic_suffix=REACT_PROTOCOL,
         )
-        self.observation_role = MessageRole(observation_role)
+        self.observation_role = _observation_role(observation_role)
 
     def _variables(self, prompt_vars: dict[str, Any]) -> dict[str, Any]:
         tools = list(self.tools.values())
@@ -139,6 +143,19 @@ class ToolCallingAgent(BaseAgent[Message]):
             )
             for entry in records
         ]
+
+
+def _observation_role(value: MessageRole | str) -> MessageRole:
+    try:
+        role = MessageRole(value)
+    except ValueError:
+        role = None
+    if role is None or role is MessageRole.ASSISTANT:
+        raise InvalidArgument(
+            f"observation_role must be 'user', 'system' or 'tool', got {value!r}: observations "
+            "come from outside the model ('user' works with every server)."
+        )
+    return role
 
 
 def _is_action(text: str) -> bool:
