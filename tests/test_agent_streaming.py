@@ -219,3 +219,37 @@ async def test_streaming_over_http_with_the_real_sdk() -> None:
     assert final.record.usage.prompt_tokens == 30
     assert final.record.usage.completion_tokens == 9
     assert isinstance(final.record.usage, Usage)
+
+
+async def test_streamed_runs_pass_through_forward_hooks_and_interceptors() -> None:
+    from promptimus.core import register_module_call_interceptor
+
+    agent = openai_agent().with_llm(S([S.tool_call("add", {"a": 1, "b": 2}), "It is 3."]))
+    seen: list[str] = []
+
+    def pre(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        seen.append(f"pre:{args[0]}")
+        return ("What is 1 + 2?", *args[1:]), kwargs  # a pre-hook may rewrite the request
+
+    def post(module: Any, args: tuple[Any, ...], kwargs: dict[str, Any], output: Any) -> Any:
+        seen.append(f"post:{output.content}")
+        return output.model_copy(update={"content": output.content + " (checked)"})
+
+    async def intercept(module: Any, call: Any, args: Any, kwargs: Any) -> Any:
+        seen.append(f"intercept:{type(module).__name__}")
+        return await call(args, kwargs)
+
+    with (
+        agent.register_forward_pre_hook(pre),
+        agent.register_forward_hook(post),
+        register_module_call_interceptor(intercept),
+    ):
+        events = [event async for event in agent.stream("ignored")]
+
+    final = events[-1]
+    assert isinstance(final, FinalResult)
+    assert final.output.content == "It is 3. (checked)"
+    assert final.record.steps[0].request[-1].content == "What is 1 + 2?"
+    assert seen[:2] == ["intercept:OpenaiToolCallingAgent", "pre:ignored"]
+    assert seen[-1] == "post:It is 3."
+    assert sum(isinstance(event, FinalResult) for event in events) == 1

@@ -224,21 +224,31 @@ class BaseAgent(Module, Generic[OutputT]):
         the last one is `FinalResult(output, record)`.
 
         The run executes in its own task, so stopping the iteration early cancels it (the memory
-        is then left unchanged). Forward hooks do not see streamed runs.
+        is then left unchanged). It goes through the same call path as `forward`: forward hooks
+        and call interceptors see it (a pre-hook may change the arguments; an output a post-hook
+        returns is the `FinalResult`'s output).
         """
         queue: asyncio.Queue[AgentEvent | _End] = asyncio.Queue()
+        record = RunRecord()
+
+        async def body(
+            agent: BaseAgent[OutputT], request: Any, deps: Any = None, **prompt_vars: Any
+        ) -> Any:
+            with recording(record):
+                events = agent._events(request, deps, prompt_vars, record, stream=True)
+                async with contextlib.aclosing(events):
+                    async for event in events:
+                        if not isinstance(event, FinalResult):  # sent after the post-hooks
+                            queue.put_nowait(event)
+            return record.output
 
         async def produce() -> None:
-            record = RunRecord()
             try:
-                with recording(record):
-                    events = self._events(request, deps, prompt_vars, record, stream=True)
-                    async with contextlib.aclosing(events):
-                        async for event in events:
-                            queue.put_nowait(event)
+                output = await self._call(body, (request, deps), prompt_vars)
             except Exception as exc:
                 queue.put_nowait(_End(exc))
             else:
+                queue.put_nowait(FinalResult(output, record))
                 queue.put_nowait(_End())
 
         task = asyncio.create_task(produce())
