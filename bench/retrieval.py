@@ -88,12 +88,17 @@ async def timed(fn: Callable[[], Awaitable[Any]]) -> float:
     return time.perf_counter() - start
 
 
-def raw_add(collection: Any, client: Any, docs: list[str], vectors: list[list[float]]) -> None:
+def raw_add(
+    collection: Any, client: Any, docs: list[str], vectors: list[list[float]], method: str = "add"
+) -> None:
+    """Raw chromadb ``add`` (or ``upsert``: what the store does, since ``add`` silently ignores
+    ids that exist and would drop an update)."""
     ids = [document_id(doc) for doc in docs]  # the module hashes ids too: equal work
+    write = getattr(collection, method)
     step = client.get_max_batch_size()
     for start in range(0, len(docs), step):
         end = start + step
-        collection.add(ids=ids[start:end], embeddings=vectors[start:end], documents=docs[start:end])
+        write(ids=ids[start:end], embeddings=vectors[start:end], documents=docs[start:end])
 
 
 def raw_query(collection: Any, vector: list[float]) -> Any:
@@ -150,6 +155,10 @@ async def bench(base_url: str, api_key: str, args: argparse.Namespace) -> None:
         collection = new_collection(client)
         times["add"] = await timed(
             lambda: asyncio.to_thread(raw_add, collection, client, docs, vectors)
+        )
+        upserted = new_collection(client)
+        times["upsert"] = await timed(
+            lambda: asyncio.to_thread(raw_add, upserted, client, docs, vectors, "upsert")
         )
 
         async def queries_sync() -> None:
@@ -224,7 +233,9 @@ async def bench(base_url: str, api_key: str, args: argparse.Namespace) -> None:
     raw, mod = best["store raw"], best["store module"]
     print(f"\nstore overhead, same embeddings (best of {args.rounds}; ratio to raw chromadb)")
     row("raw collection.add", raw["add"], len(docs), "docs")
+    row("raw collection.upsert", raw["upsert"], len(docs), "docs", raw["add"])
     row("RetrievalModule.insert_batch", mod["add"], len(docs), "docs", raw["add"])
+    row("  same, ratio to raw upsert", mod["add"], len(docs), "docs", raw["upsert"])
     row("raw collection.query", raw["query"], len(queries), "queries")
     row(
         "raw collection.query in a thread",
