@@ -365,24 +365,24 @@ class FakeOpenAIServer:
         return f"call_{next(self._call_ids)}"
 
     async def _embeddings(self, body: dict[str, Any], conn: HttpConnection) -> None:
-        item = await self._next(self.embeddings, body)
-        answered, item = await self._apply_fault(item, conn)
-        if answered:
-            return
-        if isinstance(item, dict):
-            await _send_json(conn, item)
-        else:
-            await _send_json(conn, payloads.embeddings_response(body, item))
+        await self._answer(self.embeddings, payloads.embeddings_response, body, conn)
 
     async def _rerank(self, body: dict[str, Any], conn: HttpConnection) -> None:
-        item = await self._next(self.rerank, body)
+        await self._answer(self.rerank, payloads.rerank_response, body, conn)
+
+    async def _answer(
+        self,
+        route: Route,
+        build: Callable[[dict[str, Any], Any], dict[str, Any]],
+        body: dict[str, Any],
+        conn: HttpConnection,
+    ) -> None:
+        """Serve a plain JSON route: a scripted fault, a literal dict, or `build(body, item)`."""
+        item = await self._next(route, body)
         answered, item = await self._apply_fault(item, conn)
         if answered:
             return
-        if isinstance(item, dict):
-            await _send_json(conn, item)
-        else:
-            await _send_json(conn, payloads.rerank_response(body, item))
+        await _send_json(conn, item if isinstance(item, dict) else build(body, item))
 
     async def _list_models(self, body: Any, conn: HttpConnection) -> None:
         data = [_model(name) for name in list(self._models)]

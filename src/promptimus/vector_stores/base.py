@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from promptimus.errors import InvalidFilter
+from promptimus.errors import InvalidArgument, InvalidFilter
 
 __all__ = [
     "COMPARISON_OPERATORS",
@@ -32,6 +32,7 @@ __all__ = [
     "SearchHit",
     "VectorStoreProtocol",
     "Where",
+    "check_insert",
     "compile_where",
     "validate_where",
 ]
@@ -93,6 +94,30 @@ class VectorStoreProtocol(Protocol):
 
 Predicate = Callable[[Mapping[str, Any]], bool]
 _SCALARS = (str, int, float, bool)
+
+
+def check_insert(
+    embeddings: list[list[float]],
+    documents: list[str],
+    ids: list[str],
+    metadatas: list[Metadata] | None,
+) -> None:
+    """The argument checks every store's `insert` makes before touching its data: one
+    embedding, document and metadata per id; ids are non-empty str; documents are str."""
+    n = len(ids)
+    counts = (len(embeddings), len(documents), n if metadatas is None else len(metadatas))
+    if counts != (n, n, n):
+        raise InvalidArgument(
+            f"insert needs one embedding, document and metadata per id; got {len(embeddings)} "
+            f"embeddings, {len(documents)} documents, {n} ids and "
+            f"{'no' if metadatas is None else len(metadatas)} metadatas."
+        )
+    for doc_id in ids:
+        if not isinstance(doc_id, str) or not doc_id:
+            raise InvalidArgument(f"ids must be non-empty strings, got {doc_id!r}.")
+    for document in documents:
+        if not isinstance(document, str):
+            raise InvalidArgument(f"documents must be str, got {type(document).__name__}.")
 
 
 def validate_where(where: Where | None) -> None:

@@ -32,7 +32,14 @@ from promptimus.errors import (
     TextSearchUnsupported,
     VectorStoreError,
 )
-from promptimus.vector_stores.base import Metadata, Predicate, SearchHit, Where, compile_where
+from promptimus.vector_stores.base import (
+    Metadata,
+    Predicate,
+    SearchHit,
+    Where,
+    check_insert,
+    compile_where,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -294,25 +301,10 @@ class InMemoryVectorStore:
         ids: list[str],
         metadatas: list[Metadata] | None,
     ) -> tuple[bytes, int] | None:
+        check_insert(embeddings, documents, ids, metadatas)
         n = len(ids)
-        if (
-            len(embeddings) != n
-            or len(documents) != n
-            or (metadatas is not None and len(metadatas) != n)
-        ):
-            raise InvalidArgument(
-                f"insert needs one embedding, document and metadata per id; got {len(embeddings)} "
-                f"embeddings, {len(documents)} documents, {n} ids and "
-                f"{'no' if metadatas is None else len(metadatas)} metadatas."
-            )
         if n == 0:
             return None
-        for doc_id in ids:
-            if not isinstance(doc_id, str) or not doc_id:
-                raise InvalidArgument(f"ids must be non-empty strings, got {doc_id!r}.")
-        for document in documents:
-            if not isinstance(document, str):
-                raise InvalidArgument(f"documents must be str, got {type(document).__name__}.")
         clean_metadatas = [_clean_metadata(m) for m in metadatas] if metadatas else [{}] * n
         import numpy as np
 

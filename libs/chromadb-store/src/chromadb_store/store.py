@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from promptimus.errors import InvalidArgument, TextSearchUnsupported, VectorStoreError
-from promptimus.vector_stores.base import Metadata, SearchHit, Where, validate_where
+from promptimus.vector_stores.base import Metadata, SearchHit, Where, check_insert, validate_where
 
 __all__ = ["ChromaVectorStore", "Space", "to_chroma_where"]
 
@@ -154,13 +154,8 @@ class ChromaVectorStore:
         metadatas: list[Metadata] | None = None,
     ) -> list[str]:
         """Add or replace documents (upsert); returns ``ids``. A repeated id: the last one wins."""
+        check_insert(embeddings, documents, ids, metadatas)
         n = len(ids)
-        if len(embeddings) != n or len(documents) != n or (metadatas and len(metadatas) != n):
-            raise InvalidArgument(
-                f"insert needs one embedding, document and metadata per id; got {len(embeddings)} "
-                f"embeddings, {len(documents)} documents, {n} ids and "
-                f"{'no' if metadatas is None else len(metadatas)} metadatas."
-            )
         if n == 0:
             return []
         rows: list[int] | range = range(n)
