@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.agents.react_agent import ToolCallingAgent
 from promptimus.dto import MessageRole
 from promptimus.llms import ScriptedLLM
-from promptimus.modules.openai_agent import OpenaiToolCallingAgent
-from promptimus.modules.react_agent import ToolCallingAgent
-from promptimus.modules.run_context import RunContext
-from promptimus.modules.tool import Tool
+from promptimus.tools.run_context import RunContext
+from promptimus.tools.tool import Tool
 
 S = ScriptedLLM
 QUESTION = "What is the capital of Norway, and how many people live there?"

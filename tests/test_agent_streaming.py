@@ -10,11 +10,8 @@ import pytest
 from pydantic import BaseModel
 
 from promptimus import Session
-from promptimus.dto import Message, MessageRole, Usage
-from promptimus.errors import MaxIterExceeded
-from promptimus.llms import OpenAILike, ScriptedLLM
-from promptimus.modules.base_agent import BaseAgent
-from promptimus.modules.events import (
+from promptimus.agents.base_agent import BaseAgent
+from promptimus.agents.events import (
     FinalResult,
     ReasoningDelta,
     StepEnd,
@@ -23,8 +20,11 @@ from promptimus.modules.events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
-from promptimus.modules.openai_agent import OpenaiToolCallingAgent
-from promptimus.modules.react_agent import ToolCallingAgent
+from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.agents.react_agent import ToolCallingAgent
+from promptimus.dto import Message, MessageRole, Usage
+from promptimus.errors import MaxIterExceeded
+from promptimus.llms import OpenAILike, ScriptedLLM
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.transport import RetryPolicy
 

@@ -7,14 +7,14 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, Field
 
+from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.agents.react_agent import ToolCallingAgent
 from promptimus.core import Module
 from promptimus.dto import Message
 from promptimus.errors import ToolError
 from promptimus.llms import ScriptedLLM
-from promptimus.modules.openai_agent import OpenaiToolCallingAgent
-from promptimus.modules.react_agent import ToolCallingAgent
 from promptimus.modules.structural import openai_response_format
-from promptimus.modules.tool import Tool
+from promptimus.tools.tool import Tool
 
 S = ScriptedLLM
 

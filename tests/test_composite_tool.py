@@ -8,9 +8,9 @@ import pytest
 from pydantic import BaseModel
 
 from promptimus.errors import DuplicateToolName, LLMNotSet, ToolArgumentsError, ToolError
-from promptimus.modules.composite_tool import CompositeTool
-from promptimus.modules.run_context import RunContext
-from promptimus.modules.tool import Tool
+from promptimus.tools.composite_tool import CompositeTool
+from promptimus.tools.run_context import RunContext
+from promptimus.tools.tool import Tool
 
 
 def make_files() -> tuple[CompositeTool, dict[str, str]]:

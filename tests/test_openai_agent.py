@@ -12,16 +12,16 @@ import pytest
 from pydantic import BaseModel
 
 from promptimus import Session
+from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.agents.run_record import capture_records
 from promptimus.dto import Message, MessageRole, Usage
 from promptimus.errors import FailedToParseOutput, MaxIterExceeded, OutputTruncated
 from promptimus.llms import OpenAILike, ScriptedLLM
 from promptimus.modules.memory import ResetMemoryContext
-from promptimus.modules.openai_agent import OpenaiToolCallingAgent
-from promptimus.modules.run_context import RunContext
-from promptimus.modules.run_record import capture_records
 from promptimus.modules.structural import StructuralOutput
-from promptimus.modules.tool import Tool
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
+from promptimus.tools.run_context import RunContext
+from promptimus.tools.tool import Tool
 from promptimus.transport import RetryPolicy
 
 S = ScriptedLLM

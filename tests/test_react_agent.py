@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from promptimus.agents.react_agent import ToolCallingAgent
+from promptimus.agents.react_parser import ReactAction, ReactAnswer, parse_react
 from promptimus.dto import Message, MessageRole
 from promptimus.errors import MaxIterExceeded, ReactParseError
 from promptimus.llms import ScriptedLLM
-from promptimus.modules.react_agent import ToolCallingAgent
-from promptimus.modules.react_parser import ReactAction, ReactAnswer, parse_react
-from promptimus.modules.run_context import RunContext
+from promptimus.tools.run_context import RunContext
 
 S = ScriptedLLM
 

@@ -24,8 +24,8 @@ from promptimus.errors import (
 )
 from promptimus.llms.scripted import ScriptedLLM
 from promptimus.modules.memory import MemoryModule
-from promptimus.modules.run_context import RunContext
-from promptimus.modules.tool import Tool, handoff_messages, snake_case, toolset
+from promptimus.tools.run_context import RunContext
+from promptimus.tools.tool import Tool, handoff_messages, snake_case, toolset
 
 
 class Point(BaseModel):

@@ -5,10 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
-from promptimus.core import Module
-from promptimus.dto import Message, MessageRole, Usage
-from promptimus.modules.run_context import RunContext
-from promptimus.modules.run_record import (
+from promptimus.agents.run_record import (
     RunRecord,
     StepRecord,
     ToolCallRecord,
@@ -16,7 +13,10 @@ from promptimus.modules.run_record import (
     current_record,
     recording,
 )
-from promptimus.modules.tool import Tool
+from promptimus.core import Module
+from promptimus.dto import Message, MessageRole, Usage
+from promptimus.tools.run_context import RunContext
+from promptimus.tools.tool import Tool
 
 
 def step(index: int, tokens: int, calls: list[ToolCallRecord] | None = None) -> StepRecord:

@@ -13,9 +13,9 @@ import pytest
 from pydantic import BaseModel, Field
 
 from promptimus.errors import InvalidToolName, ToolError
-from promptimus.modules.run_context import RunContext
-from promptimus.modules.tool import Tool
-from promptimus.modules.tool_schema import parse_docstring
+from promptimus.tools.run_context import RunContext
+from promptimus.tools.tool import Tool
+from promptimus.tools.tool_schema import parse_docstring
 
 
 class Color(Enum):

@@ -39,6 +39,8 @@ _SUBMODULES = {
     "dto",
     "llms",
     "modules",
+    "agents",
+    "tools",
     "embedders",
     "vector_stores",
     "rerankers",

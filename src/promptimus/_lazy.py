@@ -10,6 +10,8 @@ import importlib
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
+_ROOT = __name__.partition(".")[0] + "."
+
 
 def lazy_exports(
     package: str,
@@ -19,9 +21,10 @@ def lazy_exports(
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """Return ``(__getattr__, __dir__)`` for ``package``.
 
-    ``names`` maps an exported name to the submodule of ``package`` that defines it; ``submodules``
-    are names that resolve to ``package.<name>`` itself. A resolved name is cached in ``namespace``
-    (the package's ``globals()``), so each is looked up once.
+    ``names`` maps an exported name to the submodule of ``package`` that defines it (or to an
+    absolute ``promptimus.…`` module path, for names re-exported from a sibling package);
+    ``submodules`` are names that resolve to ``package.<name>`` itself. A resolved name is cached
+    in ``namespace`` (the package's ``globals()``), so each is looked up once.
     """
     subpackages = frozenset(submodules)
 
@@ -31,7 +34,8 @@ def lazy_exports(
         target = names.get(name)
         if target is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{target}"), name)
+        where = target if target.startswith(_ROOT) else f"{package}.{target}"
+        value = getattr(importlib.import_module(where), name)
         namespace[name] = value
         return value
 

@@ -23,7 +23,7 @@ from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
 from ..template import format_template
-from .run_context import RunContext
+from ..tools.run_context import RunContext
 
 __all__ = ["DynamicPrompt", "PromptFn"]
 

@@ -29,11 +29,11 @@ from pydantic import BaseModel
 from ..core import Module
 from ..dto import Message, MessageRole
 from ..errors import FailedToParseOutput
+from ..modules.memory import Memory
+from ..modules.structural import StructuralOutput
+from ..tools.tool import Tool
 from .base_agent import Act, BaseAgent, Decision, Final, Retry, RunState, ToolInvocation
-from .memory import Memory
 from .run_record import ToolCallRecord
-from .structural import StructuralOutput
-from .tool import Tool
 
 __all__ = ["OpenaiToolCallingAgent"]
 

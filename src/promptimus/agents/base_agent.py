@@ -27,6 +27,9 @@ from ..core import Module, ModuleDict
 from ..dto import Message, Usage
 from ..errors import InvalidArgument, MaxIterExceeded, ToolError
 from ..llms.accumulator import MessageAccumulator
+from ..modules.memory import Memory, MemoryModule, as_messages
+from ..tools.run_context import HandoffView, RunContext
+from ..tools.tool import Tool, toolset
 from .dynamic_prompt import DynamicPrompt
 from .events import (
     AgentEvent,
@@ -38,8 +41,6 @@ from .events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
-from .memory import Memory, MemoryModule, as_messages
-from .run_context import HandoffView, RunContext
 from .run_record import (
     RunRecord,
     StepRecord,
@@ -47,7 +48,6 @@ from .run_record import (
     capture_records,
     recording,
 )
-from .tool import Tool, toolset
 
 __all__ = ["Act", "BaseAgent", "Final", "Retry", "RunResult", "RunState", "ToolInvocation"]
 
@@ -220,7 +220,7 @@ class BaseAgent(Module, Generic[OutputT]):
         deps: Any = None,
         **prompt_vars: Any,
     ) -> AsyncIterator[AgentEvent]:
-        """Run with a streaming LLM, yielding typed events (see `promptimus.modules.events`);
+        """Run with a streaming LLM, yielding typed events (see `promptimus.agents.events`);
         the last one is `FinalResult(output, record)`.
 
         The run executes in its own task, so stopping the iteration early cancels it (the memory

@@ -15,13 +15,13 @@ from typing import Any
 from ..core import Module
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument, ReactParseError
+from ..modules.memory import Memory
 from ..template import template_fields
+from ..tools.run_context import HandoffView
+from ..tools.tool import Tool, handoff_messages
 from .base_agent import Act, BaseAgent, Decision, Final, Retry, RunState, ToolInvocation
-from .memory import Memory
 from .react_parser import ReactAction, ReactAnswer, parse_react
-from .run_context import HandoffView
 from .run_record import ToolCallRecord
-from .tool import Tool, handoff_messages
 
 __all__ = ["DEFAULT_PROMPT", "REACT_PROTOCOL", "ToolCallingAgent"]
 

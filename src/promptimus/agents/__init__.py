@@ -1,0 +1,62 @@
+"""Agents: the tool-calling loop, native and ReACT agents, events, run records, dynamic prompts."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from promptimus._lazy import lazy_exports
+
+_LAZY: dict[str, str] = {
+    "BaseAgent": "base_agent",
+    "RunResult": "base_agent",
+    "OpenaiToolCallingAgent": "openai_agent",
+    "ToolCallingAgent": "react_agent",
+    "DynamicPrompt": "dynamic_prompt",
+    "AgentEvent": "events",
+    "TextDelta": "events",
+    "ReasoningDelta": "events",
+    "ToolCallEvent": "events",
+    "ToolResultEvent": "events",
+    "ToolErrorEvent": "events",
+    "StepEnd": "events",
+    "FinalResult": "events",
+    "parse_react": "react_parser",
+    "ReactAction": "react_parser",
+    "ReactAnswer": "react_parser",
+    "RunRecord": "run_record",
+    "StepRecord": "run_record",
+    "ToolCallRecord": "run_record",
+    "current_record": "run_record",
+    "capture_records": "run_record",
+    "recording": "run_record",
+}
+
+if TYPE_CHECKING:
+    from .base_agent import BaseAgent as BaseAgent
+    from .base_agent import RunResult as RunResult
+    from .dynamic_prompt import DynamicPrompt as DynamicPrompt
+    from .events import AgentEvent as AgentEvent
+    from .events import FinalResult as FinalResult
+    from .events import ReasoningDelta as ReasoningDelta
+    from .events import StepEnd as StepEnd
+    from .events import TextDelta as TextDelta
+    from .events import ToolCallEvent as ToolCallEvent
+    from .events import ToolErrorEvent as ToolErrorEvent
+    from .events import ToolResultEvent as ToolResultEvent
+    from .openai_agent import OpenaiToolCallingAgent as OpenaiToolCallingAgent
+    from .react_agent import ToolCallingAgent as ToolCallingAgent
+    from .react_parser import ReactAction as ReactAction
+    from .react_parser import ReactAnswer as ReactAnswer
+    from .react_parser import parse_react as parse_react
+    from .run_record import RunRecord as RunRecord
+    from .run_record import StepRecord as StepRecord
+    from .run_record import ToolCallRecord as ToolCallRecord
+    from .run_record import capture_records as capture_records
+    from .run_record import current_record as current_record
+    from .run_record import recording as recording
+
+
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+
+
+__all__ = list(_LAZY)
