@@ -1,6 +1,8 @@
 """Embedders behind ``EmbedderProtocol``: the OpenAI-compatible client and an offline lexical one.
 
 Names are imported lazily so ``import promptimus.embedders`` does not import ``openai``.
+``promptimus.embedders.base`` (`EmbedderProtocol`, `Embedding`) and ``promptimus.embedders.ops``
+(``cosine`` and friends) are where the original promptimus had them.
 """
 
 from __future__ import annotations
@@ -34,4 +36,4 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals(), submodules=("base", "ops"))

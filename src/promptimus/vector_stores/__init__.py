@@ -2,6 +2,9 @@
 
 ``InMemoryVectorStore`` (numpy, imported on first use) serves small corpora; the Chroma store lives
 in the ``promptimus-chromadb-store`` plugin (``from chromadb_store import ChromaVectorStore``).
+The original promptimus' result type and per-document store interface are here too
+(`BaseSearchResult`, `PerDocumentVectorStoreProtocol`, `PerDocumentTextStoreProtocol`); its
+``MemoryStore`` is in the ``promptimus-native-storage`` plugin.
 """
 
 from __future__ import annotations
@@ -17,6 +20,11 @@ from promptimus.vector_stores.base import (
     compile_where,
     validate_where,
 )
+from promptimus.vector_stores.per_document import (
+    PerDocumentTextStoreProtocol,
+    PerDocumentVectorStoreProtocol,
+)
+from promptimus.vector_stores.search_result import BaseSearchResult
 
 if TYPE_CHECKING:
     from promptimus.vector_stores.memory import InMemoryVectorStore
@@ -24,8 +32,11 @@ if TYPE_CHECKING:
 _EXPORTS = {"InMemoryVectorStore": "memory"}
 
 __all__ = [
+    "BaseSearchResult",
     "InMemoryVectorStore",
     "Metadata",
+    "PerDocumentTextStoreProtocol",
+    "PerDocumentVectorStoreProtocol",
     "SearchHit",
     "VectorStoreProtocol",
     "Where",

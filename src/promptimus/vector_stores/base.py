@@ -54,6 +54,18 @@ class SearchHit:
     score: float
     metadata: Metadata = field(default_factory=dict)
 
+    # The original promptimus (0.1) named these ``idx`` and ``content``; code that reads results
+    # with those names keeps working on every store's hits.
+    @property
+    def idx(self) -> str:
+        """The document's id (the original promptimus' name for `id`)."""
+        return self.id
+
+    @property
+    def content(self) -> str:
+        """The document's text (the original promptimus' name for `document`)."""
+        return self.document
+
 
 @runtime_checkable
 class VectorStoreProtocol(Protocol):
@@ -97,19 +109,25 @@ _SCALARS = (str, int, float, bool)
 
 
 def check_insert(
-    embeddings: list[list[float]],
+    embeddings: list[list[float]] | None,
     documents: list[str],
     ids: list[str],
     metadatas: list[Metadata] | None,
 ) -> None:
     """The argument checks every store's `insert` makes before touching its data: one
-    embedding, document and metadata per id; ids are non-empty str; documents are str."""
+    embedding, document and metadata per id; ids are non-empty str; documents are str.
+    ``embeddings=None`` checks documents stored without embeddings (text search only)."""
     n = len(ids)
-    counts = (len(embeddings), len(documents), n if metadatas is None else len(metadatas))
+    counts = (
+        n if embeddings is None else len(embeddings),
+        len(documents),
+        n if metadatas is None else len(metadatas),
+    )
     if counts != (n, n, n):
+        got_embeddings = "" if embeddings is None else f"{len(embeddings)} embeddings, "
         raise InvalidArgument(
-            f"insert needs one embedding, document and metadata per id; got {len(embeddings)} "
-            f"embeddings, {len(documents)} documents, {n} ids and "
+            f"insert needs one {'' if embeddings is None else 'embedding, '}document and "
+            f"metadata per id; got {got_embeddings}{len(documents)} documents, {n} ids and "
             f"{'no' if metadatas is None else len(metadatas)} metadatas."
         )
     for doc_id in ids:

@@ -23,7 +23,7 @@ import threading
 import zipfile
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from promptimus.embedders.hashing import tokenize
 from promptimus.errors import (
@@ -117,9 +117,14 @@ class InMemoryVectorStore:
     - ``path``: a file to load from if it exists, and to save to after every change
       (``autosave=False`` to save only when ``save()`` is called). Saves are atomic.
     - Inserting an existing id replaces that document (upsert); ids are never duplicated.
+    - `insert_text_only` stores documents without an embedding: ``text_search`` finds them,
+      ``search`` never does (as the original promptimus' ``MemoryStore.text_insert`` did).
 
     numpy is imported when the first vector arrives, not when promptimus is imported.
     """
+
+    #: The class of the hits this store returns; a subclass may return a `SearchHit` subclass.
+    hit_type: ClassVar[type[SearchHit]] = SearchHit
 
     def __init__(
         self,
@@ -142,6 +147,7 @@ class InMemoryVectorStore:
         self._rows: dict[str, int] = {}
         self._documents: list[str] = []
         self._metadatas: list[Metadata] = []
+        self._text_only: dict[str, tuple[str, Metadata]] = {}  # id -> (document, metadata)
         self._matrix: np.ndarray | None = None  # capacity rows; the first len(_ids) are live
         self._sq_norms: np.ndarray | None = None  # squared norms, for l2
         self._dim: int | None = None
@@ -154,12 +160,12 @@ class InMemoryVectorStore:
 
     def __repr__(self) -> str:
         return (
-            f"InMemoryVectorStore(space={self.space!r}, count={len(self._ids)}, "
+            f"{type(self).__name__}(space={self.space!r}, count={len(self)}, "
             f"text_search={self.supports_text_search}, path={self.path!r})"
         )
 
     def __len__(self) -> int:
-        return len(self._ids)
+        return len(self._ids) + len(self._text_only)
 
     @property
     def dimensions(self) -> int | None:
@@ -193,6 +199,22 @@ class InMemoryVectorStore:
         """BM25 search; only documents sharing at least one word with ``query`` are returned."""
         return self.text_search_sync(query, n_results, where)
 
+    async def insert_text_only(
+        self,
+        documents: list[str],
+        ids: list[str],
+        metadatas: list[Metadata] | None = None,
+    ) -> list[str]:
+        """Add or replace documents that have no embedding; returns ``ids``.
+
+        They are found by ``text_search`` only. An id that had an embedding loses it (upsert).
+        Needs a store created with ``text_search=True``.
+        """
+        snapshot = self._insert_text_only(documents, ids, metadatas)
+        if snapshot is not None:
+            await asyncio.to_thread(self._write, *snapshot)
+        return list(ids)
+
     async def delete(self, ids: list[str]) -> None:
         """Remove these ids; unknown ids are ignored."""
         snapshot = self._delete(ids)
@@ -200,7 +222,7 @@ class InMemoryVectorStore:
             await asyncio.to_thread(self._write, *snapshot)
 
     async def count(self) -> int:
-        return len(self._ids)
+        return len(self)
 
     # --- reading -------------------------------------------------------------------------------
 
@@ -210,12 +232,12 @@ class InMemoryVectorStore:
             out: list[SearchHit | None] = []
             for doc_id in ids:
                 row = self._rows.get(doc_id)
-                if row is None:
-                    out.append(None)
+                if row is not None:
+                    out.append(self._hit(row, 1.0))
+                elif doc_id in self._text_only:
+                    out.append(self._text_hit(doc_id, 1.0))
                 else:
-                    out.append(
-                        SearchHit(doc_id, self._documents[row], 1.0, dict(self._metadatas[row]))
-                    )
+                    out.append(None)
             return out
 
     def search_sync(
@@ -269,20 +291,35 @@ class InMemoryVectorStore:
                 "this InMemoryVectorStore was created with text_search=False; create it with "
                 "text_search=True to search by words."
             )
+        if not isinstance(query, str):
+            raise InvalidArgument(f"text_search takes a str query, got {type(query).__name__}.")
         predicate = compile_where(where)
         _check_n(n_results)
         with self._lock:
             scores = self._bm25.scores(query)
             if predicate is not None:
-                rows, metadatas = self._rows, self._metadatas
-                scores = {i: s for i, s in scores.items() if predicate(metadatas[rows[i]])}
+                scores = {i: s for i, s in scores.items() if predicate(self._metadata_of(i))}
             if not scores or n_results == 0:
                 return []
             order = sorted(scores.items(), key=lambda item: -item[1])[:n_results]
-            return [self._hit(self._rows[doc_id], score) for doc_id, score in order]
+            rows = self._rows
+            return [
+                self._hit(rows[doc_id], score) if doc_id in rows else self._text_hit(doc_id, score)
+                for doc_id, score in order
+            ]
+
+    def _metadata_of(self, doc_id: str) -> Metadata:
+        row = self._rows.get(doc_id)
+        return self._metadatas[row] if row is not None else self._text_only[doc_id][1]
 
     def _hit(self, row: int, score: float) -> SearchHit:
-        return SearchHit(self._ids[row], self._documents[row], score, dict(self._metadatas[row]))
+        return self.hit_type(
+            self._ids[row], self._documents[row], score, dict(self._metadatas[row])
+        )
+
+    def _text_hit(self, doc_id: str, score: float) -> SearchHit:
+        document, metadata = self._text_only[doc_id]
+        return self.hit_type(doc_id, document, score, dict(metadata))
 
     def _matching_rows(self, predicate: Predicate | None, size: int) -> np.ndarray | None:
         if predicate is None:
@@ -333,6 +370,9 @@ class InMemoryVectorStore:
             if self._dim is None:
                 self._dim = int(vectors.shape[1])
             last = {doc_id: i for i, doc_id in enumerate(ids)}  # last occurrence wins
+            for doc_id in last:
+                if doc_id in self._text_only:  # it gets an embedding: a vector row from now on
+                    self._remove(doc_id)
             new = [doc_id for doc_id in last if doc_id not in self._rows]
             self._reserve(len(self._ids) + len(new))
             assert self._matrix is not None and self._sq_norms is not None
@@ -375,32 +415,62 @@ class InMemoryVectorStore:
             sq_norms[:live] = self._sq_norms[:live]
         self._matrix, self._sq_norms = matrix, sq_norms
 
+    def _insert_text_only(
+        self, documents: list[str], ids: list[str], metadatas: list[Metadata] | None
+    ) -> tuple[bytes, int] | None:
+        if self._bm25 is None:
+            raise TextSearchUnsupported(
+                "documents without embeddings can only be found by text search, and this "
+                f"{type(self).__name__} was created with text_search=False; create it with "
+                "text_search=True."
+            )
+        check_insert(None, documents, ids, metadatas)
+        if not ids:
+            return None
+        clean = [_clean_metadata(m) for m in metadatas] if metadatas else [{}] * len(ids)
+        with self._lock:
+            bm25 = self._bm25
+            for doc_id, i in {doc_id: i for i, doc_id in enumerate(ids)}.items():
+                self._remove(doc_id)
+                self._text_only[doc_id] = (documents[i], clean[i])
+                bm25.add(doc_id, documents[i])
+            return self._changed()
+
     def _delete(self, ids: list[str]) -> tuple[bytes, int] | None:
         if isinstance(ids, str):
             raise InvalidArgument("delete takes a list of ids, got a single str; wrap it in [].")
         with self._lock:
             removed = False
             for doc_id in dict.fromkeys(ids):
-                row = self._rows.pop(doc_id, None)
-                if row is None:
-                    continue
-                removed = True
-                if self._bm25 is not None:
-                    self._bm25.remove(doc_id, self._documents[row])
-                last = len(self._ids) - 1
-                if row != last:  # move the last row into the hole: rows stay contiguous
-                    moved = self._ids[last]
-                    self._ids[row] = moved
-                    self._documents[row] = self._documents[last]
-                    self._metadatas[row] = self._metadatas[last]
-                    assert self._matrix is not None and self._sq_norms is not None
-                    self._matrix[row] = self._matrix[last]
-                    self._sq_norms[row] = self._sq_norms[last]
-                    self._rows[moved] = row
-                self._ids.pop()
-                self._documents.pop()
-                self._metadatas.pop()
+                removed = self._remove(doc_id) or removed
             return self._changed() if removed else None
+
+    def _remove(self, doc_id: str) -> bool:
+        """Remove one document, with or without embedding (called under the lock)."""
+        text_only = self._text_only.pop(doc_id, None)
+        if text_only is not None:
+            if self._bm25 is not None:
+                self._bm25.remove(doc_id, text_only[0])
+            return True
+        row = self._rows.pop(doc_id, None)
+        if row is None:
+            return False
+        if self._bm25 is not None:
+            self._bm25.remove(doc_id, self._documents[row])
+        last = len(self._ids) - 1
+        if row != last:  # move the last row into the hole: rows stay contiguous
+            moved = self._ids[last]
+            self._ids[row] = moved
+            self._documents[row] = self._documents[last]
+            self._metadatas[row] = self._metadatas[last]
+            assert self._matrix is not None and self._sq_norms is not None
+            self._matrix[row] = self._matrix[last]
+            self._sq_norms[row] = self._sq_norms[last]
+            self._rows[moved] = row
+        self._ids.pop()
+        self._documents.pop()
+        self._metadatas.pop()
+        return True
 
     def clear(self) -> None:
         """Remove every document (the vector length is kept)."""
@@ -409,6 +479,7 @@ class InMemoryVectorStore:
             self._rows.clear()
             self._documents.clear()
             self._metadatas.clear()
+            self._text_only.clear()
             if self._bm25 is not None:
                 self._bm25 = _BM25(self._bm25.k1, self._bm25.b)
             snapshot = self._changed()
@@ -480,6 +551,12 @@ class InMemoryVectorStore:
             "documents": self._documents,
             "metadatas": self._metadatas,
         }
+        if self._text_only:
+            header["text_only"] = {
+                "ids": list(self._text_only),
+                "documents": [document for document, _ in self._text_only.values()],
+                "metadatas": [metadata for _, metadata in self._text_only.values()],
+            }
         vectors = io.BytesIO()
         matrix = (
             self._matrix[:size]
@@ -515,6 +592,7 @@ class InMemoryVectorStore:
             metadatas = [dict(m) for m in header["metadatas"]]
             if not len(ids) == len(documents) == len(metadatas) == matrix.shape[0]:
                 raise ValueError("ids, documents, metadata and vectors differ in length")
+            text_only = _read_text_only(header.get("text_only", {}))
         except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile) as exc:
             raise VectorStoreError(
                 f"cannot read the vector store file {path}: {exc}. It must be a file written by "
@@ -524,6 +602,11 @@ class InMemoryVectorStore:
             raise VectorStoreError(
                 f"{path} holds a {header['space']!r} store but this store uses {self.space!r}; "
                 f"create it with space={header['space']!r}."
+            )
+        if text_only and self._bm25 is None:
+            raise VectorStoreError(
+                f"{path} holds {len(text_only)} documents without embeddings, which only text "
+                "search can find; create the store with text_search=True."
             )
         with self._lock:
             self._ids, self._documents, self._metadatas = ids, documents, metadatas
@@ -537,6 +620,22 @@ class InMemoryVectorStore:
                 self._bm25 = _BM25(self._bm25.k1, self._bm25.b)
                 for doc_id, document in zip(ids, documents, strict=True):
                     self._bm25.add(doc_id, document)
+                for doc_id, (document, _) in text_only.items():
+                    self._bm25.add(doc_id, document)
+            self._text_only = text_only
+
+
+def _read_text_only(section: Any) -> dict[str, tuple[str, Metadata]]:
+    if not isinstance(section, dict):
+        raise ValueError("the text-only section is not a table of ids, documents and metadata")
+    ids, documents = list(section.get("ids", [])), list(section.get("documents", []))
+    metadatas = [dict(m) for m in section.get("metadatas", [])]
+    if not len(ids) == len(documents) == len(metadatas):
+        raise ValueError("the text-only ids, documents and metadata differ in length")
+    return {
+        doc_id: (document, metadata)
+        for doc_id, document, metadata in zip(ids, documents, metadatas, strict=True)
+    }
 
 
 def _read_header(path: Path) -> dict[str, Any]:
