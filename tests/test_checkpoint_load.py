@@ -173,7 +173,7 @@ def test_missing_submodule_table_is_reported_per_key() -> None:
     agent = Agent()
     data = module_dict_from_toml_str(GOOD)
     del data["submodules"]["helper"]
-    with pytest.raises(CheckpointMismatch, match=r"helper\.prompt, helper\.role"):
+    with pytest.raises(CheckpointMismatch, match=r"root\.helper\.prompt, root\.helper\.role"):
         agent.load_dict(data)
 
 

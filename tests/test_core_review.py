@@ -125,7 +125,7 @@ def test_module_dict_item_replaces_attribute_registered_entry() -> None:
     assert container["entry"] is second
     del container["entry"]
     assert not hasattr(container, "entry")
-    assert first.path == "" and second.path == ""
+    assert first.path == "root" and second.path == "root"
 
 
 def test_module_dict_item_never_overwrites_internal_state() -> None:

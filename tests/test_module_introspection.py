@@ -59,14 +59,14 @@ def fake(label: str) -> Any:
 
 def test_paths_of_nested_modules_and_parameters() -> None:
     agent = Agent()
-    assert agent.path == ""
-    assert agent.memory.path == "memory"
-    assert agent.memory.prompt.path == "memory.prompt"
-    assert agent.memory.prompt.prompt.path == "memory.prompt.prompt"
-    assert agent.tools["search"].role.path == "tools.search.role"
+    assert agent.path == "root"
+    assert agent.memory.path == "root.memory"
+    assert agent.memory.prompt.path == "root.memory.prompt"
+    assert agent.memory.prompt.prompt.path == "root.memory.prompt.prompt"
+    assert agent.tools["search"].role.path == "root.tools.search.role"
     holder = Box()
     holder.agent = agent
-    assert agent.memory.prompt.prompt.path == "agent.memory.prompt.prompt"
+    assert agent.memory.prompt.prompt.path == "root.agent.memory.prompt.prompt"
 
 
 # ---------------------------------------------------------------------------------- providers
@@ -344,6 +344,6 @@ def test_deepcopy_makes_an_independent_tree() -> None:
     assert clone.state_dict().keys() == original.state_dict().keys()
     del original, shared
     gc.collect()
-    assert clone.memory.prompt.prompt.path == "memory.prompt.prompt"
+    assert clone.memory.prompt.prompt.path == "root.memory.prompt.prompt"
     part = copy.deepcopy(clone.memory)
-    assert part.path == "" and part.prompt.path == "prompt"  # a copied subtree is a root
+    assert part.path == "root" and part.prompt.path == "root.prompt"  # a copied subtree is a root

@@ -63,9 +63,9 @@ def test_parameter_path_and_name() -> None:
     root.agent.memory = Box()
     root.agent.memory.prompt = Parameter("hi")
     param = root.agent.memory.prompt
-    assert param.path == "agent.memory.prompt"
+    assert param.path == "root.agent.memory.prompt"
     assert param.name == "prompt"
-    assert Parameter("free").path == ""
+    assert Parameter("free").path == "root"  # as in the original: unattached is a root
 
 
 @pytest.mark.parametrize(
@@ -173,15 +173,15 @@ def test_reassigning_same_kind_replaces_in_place() -> None:
     root.first = Parameter("new")
     assert names(root)[0] == ["first", "second"]
     assert root.first.value == "new"
-    assert old.path == ""  # the replaced parameter no longer belongs to the tree
+    assert old.path == "root"  # the replaced parameter no longer belongs to the tree
 
     root.m1 = Box()
     root.m2 = Box()
     old_module = root.m1
     root.m1 = Leaf()
     assert names(root)[1] == ["m1", "m2"]
-    assert old_module.path == ""
-    assert root.m1.path == "m1"
+    assert old_module.path == "root"
+    assert root.m1.path == "root.m1"
 
 
 def test_reassigning_the_same_object_is_a_no_op() -> None:
@@ -211,7 +211,7 @@ def test_del_unregisters() -> None:
     del root.child
     assert names(root) == ([], [])
     assert root.serialize() == {"params": {}, "submodules": {}}
-    assert param.path == "" and child.path == ""
+    assert param.path == "root" and child.path == "root"
     assert not hasattr(root, "prompt")
     with pytest.raises(AttributeError):
         del root.never_set
@@ -313,7 +313,7 @@ def test_two_module_cycle_is_refused() -> None:
     with pytest.raises(RecursiveModule):
         b.a = a
     assert names(b) == ([], [])
-    assert b.path == "b"
+    assert b.path == "root.b"
 
 
 def test_deep_cycle_is_refused_and_tree_unchanged() -> None:
@@ -358,7 +358,7 @@ def test_replacing_with_a_cycle_keeps_the_old_member() -> None:
     with pytest.raises(RecursiveModule):
         root.child = root
     assert root.child is old
-    assert old.path == "child"
+    assert old.path == "root.child"
 
 
 def test_diamonds_are_allowed() -> None:
@@ -368,7 +368,9 @@ def test_diamonds_are_allowed() -> None:
     root.a.s = shared
     root.b.s = shared
     root.also = shared
-    assert shared.path == "a.s"  # the first parent's path
+    assert (
+        shared.path == "root.also"
+    )  # the parent it was registered under last (the original's rule)
     modules = [path for path, _ in root.named_modules()]
     assert modules.count("a.s") == 1 and "b.s" not in modules  # deduplicated
 
@@ -378,7 +380,7 @@ def test_siblings_are_not_cycles() -> None:
     root.a = Box()
     root.b = Box()
     root.a.peer = root.b  # b is a's sibling, not its ancestor
-    assert root.a.peer.path == "b"
+    assert root.a.peer.path == "root.a.peer"  # registered last under a
 
 
 # ---------------------------------------------------------------------------------- ModuleDict
@@ -396,7 +398,7 @@ def test_module_dict_is_a_mutable_mapping() -> None:
     tools.update([("more", Leaf("m"))])
     assert list(tools) == ["search", "calc", "extra", "more"]
     popped = tools.pop("calc")
-    assert popped.path == "" and "calc" not in tools
+    assert popped.path == "root" and "calc" not in tools
     del tools["extra"]
     assert list(tools) == ["search", "more"]
     assert tools.get("missing") is None
@@ -421,11 +423,11 @@ def test_module_dict_keys_may_collide_with_module_names(key: str) -> None:
     holder.tools[key] = Leaf(key)
     assert key in holder.tools
     assert holder.tools[key].prompt.value == key
-    assert holder.tools[key].path == f"tools.{key}"
+    assert holder.tools[key].path == f"root.tools.{key}"
     assert dict(holder.named_parameters())[f"tools.{key}.prompt"].value == key
     # the mapping API itself is unharmed
     assert list(holder.tools.keys()) == [key]
-    assert holder.tools.path == "tools"
+    assert holder.tools.path == "root.tools"
     restored = Box()
     restored.tools = ModuleDict({key: Leaf(None)})
     restored.load_dict(holder.serialize())
@@ -487,7 +489,7 @@ def test_module_list_is_a_sequence_named_by_index() -> None:
     assert len(root.layers) == 3
     assert prompts(root.layers) == ["a", "b", "c"]
     assert [name for name, _ in root.layers.named_children()] == ["0", "1", "2"]
-    assert root.layers[-1].path == "layers.2"
+    assert root.layers[-1].path == "root.layers.2"
     assert [m.prompt.value for m in root.layers[1:]] == ["b", "c"]
     assert root.layers[0] in root.layers
     assert root.layers.index(root.layers[1]) == 1
@@ -499,11 +501,11 @@ def test_module_list_insert_and_delete_reindex() -> None:
     dropped = root.layers[0]
     del root.layers[0]
     assert prompts(root.layers) == ["b", "c"]
-    assert [m.path for m in root.layers] == ["layers.0", "layers.1"]
-    assert dropped.path == ""
+    assert [m.path for m in root.layers] == ["root.layers.0", "root.layers.1"]
+    assert dropped.path == "root"
     root.layers.insert(1, Leaf("x"))
     assert prompts(root.layers) == ["b", "x", "c"]
-    assert [m.path for m in root.layers] == ["layers.0", "layers.1", "layers.2"]
+    assert [m.path for m in root.layers] == ["root.layers.0", "root.layers.1", "root.layers.2"]
     assert list(dict(root.named_parameters())) == [
         "layers.0.prompt",
         "layers.1.prompt",
@@ -513,13 +515,13 @@ def test_module_list_insert_and_delete_reindex() -> None:
     assert prompts(root.layers) == ["y", "x", "c"]
     del root.layers[::2]
     assert prompts(root.layers) == ["x"]
-    assert root.layers[0].path == "layers.0"
+    assert root.layers[0].path == "root.layers.0"
     popped = root.layers.pop()
     assert popped.prompt.value == "x" and len(root.layers) == 0
     root.layers.extend([Leaf("p"), Leaf("q")])
     root.layers.reverse()
     assert prompts(root.layers) == ["q", "p"]
-    assert [m.path for m in root.layers] == ["layers.0", "layers.1"]
+    assert [m.path for m in root.layers] == ["root.layers.0", "root.layers.1"]
 
 
 def test_module_list_refuses_cycles_without_changing() -> None:
@@ -533,7 +535,7 @@ def test_module_list_refuses_cycles_without_changing() -> None:
         with pytest.raises(RecursiveModule):
             attempt()
         assert prompts(root.layers) == ["a"]
-        assert root.layers[0].path == "layers.0"
+        assert root.layers[0].path == "root.layers.0"
 
 
 def test_module_list_refuses_non_modules() -> None:

@@ -291,7 +291,7 @@ class BaseAgent(Module, Generic[OutputT]):
         while True:
             if steps >= self.max_steps:
                 raise MaxIterExceeded(
-                    f"{type(self).__name__} used all {self.max_steps} steps (LLM calls) without a "
+                    f"{self._where()} used all {self.max_steps} steps (LLM calls) without a "
                     "final answer. Raise max_steps, or check the tool results the model got "
                     "(the conversation so far is in `.messages`, the steps in the run record).",
                     messages=conversation,

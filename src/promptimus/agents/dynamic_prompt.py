@@ -58,7 +58,7 @@ class DynamicPrompt(Module):
             )
         suffix = self._parameters.get("suffix")
         if suffix is not None and suffix.is_set:
-            where = f"DynamicPrompt {self.path or 'root'!r} suffix"
+            where = f"DynamicPrompt {self.path!r} suffix"
             text = f"{text}\n\n{format_template(suffix.value, variables, where=where)}"
         return Message(role=self._role, content=text)
 

@@ -103,7 +103,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         state.errors.append(error)
         if state.retries >= output.n_retries:
             raise FailedToParseOutput(
-                f"{type(self).__name__}: no valid {output.output_model.__name__} after "
+                f"{self._where()}: no valid {output.output_model.__name__} after "
                 f"{len(state.rejected)} attempt(s); the last reply's problems:\n{error}\n"
                 "Raise the StructuralOutput's n_retries, simplify the schema or use a stronger "
                 "model. Every rejected reply is in `.raw` and every error in `.errors`.",

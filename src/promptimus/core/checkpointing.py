@@ -397,24 +397,28 @@ def plan_load(module: Module, data: Mapping[str, Any], strict: bool = True) -> L
     """Validate a module dict against `module`'s tree; raise `CheckpointMismatch` listing every
     problem, or return the plan whose `apply()` changes everything at once."""
     plan = LoadPlan()
+    base = module.path  # errors name absolute paths; missing/unexpected keep relative keys
+
+    def relative(key: str) -> str:
+        return key[len(base) + 1 :]
 
     def walk(node: Module, module_dict: Mapping[str, Any], prefix: str) -> None:
         if not isinstance(module_dict, Mapping):
             plan.errors.append(f"{prefix}: is a submodule, but the checkpoint has a value")
             return
         try:
-            params, submodules = _module_dict_parts(module_dict, prefix or "root")
+            params, submodules = _module_dict_parts(module_dict, prefix)
         except CheckpointMismatch as exc:
             plan.errors.append(str(exc))
             return
         for name, value in params.items():
-            key = f"{prefix}.{name}" if prefix else name
+            key = f"{prefix}.{name}"
             param = node._parameters.get(name)
             if param is None:
                 if name in node._submodules:
                     plan.errors.append(f"{key}: is a submodule, but the checkpoint has a value")
                 else:
-                    plan.unexpected.append(key)
+                    plan.unexpected.append(relative(key))
                 continue
             try:
                 fitted = _fit(param, value, key)
@@ -431,34 +435,34 @@ def plan_load(module: Module, data: Mapping[str, Any], strict: bool = True) -> L
             plan.assignments[id(param)] = (param, fitted, key)
         for name, param in node._parameters.items():
             if name not in params and param.is_set:
-                plan.missing.append(f"{prefix}.{name}" if prefix else name)
+                plan.missing.append(relative(f"{prefix}.{name}"))
         for name, value in submodules.items():
-            key = f"{prefix}.{name}" if prefix else name
+            key = f"{prefix}.{name}"
             child = node._submodules.get(name)
             if child is None:
                 if name in node._parameters:
                     plan.errors.append(f"{key}: is a parameter, but the checkpoint has a table")
                 else:
-                    plan.unexpected.append(key)
+                    plan.unexpected.append(relative(key))
                 continue
             walk(child, value, key)
         for name, child in node._submodules.items():
             if name not in submodules:
-                walk(child, {}, f"{prefix}.{name}" if prefix else name)
+                walk(child, {}, f"{prefix}.{name}")
 
     if not isinstance(data, Mapping):
         raise CheckpointMismatch(f"A checkpoint must be a module dict, got {type(data).__name__}.")
-    walk(module, data, "")
+    walk(module, data, base)
     problems = list(plan.errors)
     if strict and plan.unexpected:
         problems.append(
             "unknown keys (the module has no such parameter or submodule): "
-            + ", ".join(plan.unexpected)
+            + ", ".join(f"{base}.{key}" for key in plan.unexpected)
         )
     if strict and plan.missing:
         problems.append(
             "missing keys (the module has them, the checkpoint does not): "
-            + ", ".join(plan.missing)
+            + ", ".join(f"{base}.{key}" for key in plan.missing)
         )
     if problems:
         hint = (

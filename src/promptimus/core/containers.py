@@ -12,7 +12,7 @@ from .module import Module
 def _check_module(container: Module, key: str, value: Any) -> Module:
     if not isinstance(value, Module):
         raise ModuleError(
-            f"{type(container).__name__}[{key!r}] must be a Module, got {type(value).__name__}."
+            f"{container._where()}[{key!r}] must be a Module, got {type(value).__name__}."
         )
     return value
 
@@ -73,7 +73,7 @@ class ModuleDict(Module, MutableMapping[str, Module]):
     __hash__ = object.__hash__
 
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        raise ModuleError("ModuleDict has no forward of its own; call the modules it holds.")
+        raise ModuleError(f"{self._where()} has no forward of its own; call the modules it holds.")
 
 
 class ModuleList(Module, MutableSequence[Module]):
@@ -133,4 +133,4 @@ class ModuleList(Module, MutableSequence[Module]):
         self._register(str(len(self._submodules)), _check_module(self, "append", value))
 
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        raise ModuleError("ModuleList has no forward of its own; call the modules it holds.")
+        raise ModuleError(f"{self._where()} has no forward of its own; call the modules it holds.")

@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
+from .._lazy import deprecated_exports
 from ..errors import (
     EmbedderNotSet,
     LLMNotSet,
@@ -29,7 +30,7 @@ from ..errors import (
 )
 from . import checkpointing
 from .hooks import RemovableHandle, active_interceptors, maybe_await
-from .parameters import UNSET, Parameter, copy_value
+from .parameters import UNSET, Parameter, copy_value, owner_path
 
 if TYPE_CHECKING:
     from ..embedders.base import EmbedderProtocol
@@ -82,6 +83,11 @@ class Module(ABC):
     assignment order; reassigning replaces it, `del` unregisters it. Names starting with `_` are
     plain attributes. A module may be shared by several parents (a diamond), never by itself or
     one of its descendants (a cycle raises `RecursiveModule`).
+
+    `module.path` and `parameter.path` are absolute from `"root"` (`"root.agent.prompt"`) and name
+    modules and parameters in errors, while `state_dict()`, `named_parameters()` and
+    `named_modules()` use PyTorch's keys, relative to the module they are called on
+    (`"agent.prompt"`, the module itself `""`).
     """
 
     _parameters: dict[str, Parameter[Any]]
@@ -125,7 +131,7 @@ class Module(ABC):
         if isinstance(class_attr, property) and class_attr.fset is None:
             hint = f" Set a provider with `.with_{name}(...)`." if name in _PROVIDER_ERRORS else ""
             raise ModuleError(
-                f"Cannot assign {name!r} on {type(self).__name__}: it is a read-only property of "
+                f"Cannot assign {name!r} on {self._where()}: it is a read-only property of "
                 f"the class. Choose another attribute name.{hint}"
             )
         if hasattr(class_attr, "__set__"):  # a property or other data descriptor owns this name
@@ -134,7 +140,7 @@ class Module(ABC):
         if isinstance(value, Parameter | Module):
             if callable(class_attr) or isinstance(class_attr, staticmethod | classmethod):
                 raise ModuleError(
-                    f"Cannot register {name!r} on {type(self).__name__}: that name is a method of "
+                    f"Cannot register {name!r} on {self._where()}: that name is a method of "
                     "the class. Choose another attribute name."
                 )
             self._register(name, value)
@@ -197,9 +203,7 @@ class Module(ABC):
 
     def _check_no_cycle(self, name: str, child: Module) -> None:
         if child is self:
-            raise RecursiveModule(
-                f"Cannot register {type(self).__name__} as its own submodule {name!r}."
-            )
+            raise RecursiveModule(f"Cannot register {self._where()} as its own submodule {name!r}.")
         seen: set[int] = set()
         todo: deque[Module] = deque([self])
         while todo:
@@ -250,17 +254,13 @@ class Module(ABC):
 
     @property
     def path(self) -> str:
-        """Dotted path from the root (`""` for a root; the first parent's path when shared)."""
-        for ref, name in self._owners:
-            owner = ref()
-            if owner is not None:
-                prefix = owner.path
-                return f"{prefix}.{name}" if prefix else name
-        return ""
+        """Absolute dotted path, as the original promptimus defines it: `"root"` for a module
+        with no parent, `"root.agent.predictor"` below it. A module shared by several parents
+        answers to the parent it was registered under last (the original's rule)."""
+        return owner_path(self._owners)
 
     def _where(self) -> str:
-        path = self.path
-        return f"{path!r} ({type(self).__name__})" if path else f"root {type(self).__name__}"
+        return f"{self.path!r} ({type(self).__name__})"
 
     def named_children(self) -> Iterator[tuple[str, Module]]:
         """Direct submodules; a child registered under two names is yielded once (as PyTorch)."""
@@ -428,7 +428,7 @@ class Module(ABC):
         except RuntimeError:
             return asyncio.run(self.forward(*args, **kwargs))
         raise SyncCallInLoop(
-            f"{type(self).__name__}.run_sync() was called inside a running event loop (Jupyter, "
+            f"run_sync() on {self._where()} was called inside a running event loop (Jupyter, "
             "an async function); use `await module(...)` there instead."
         )
 
@@ -528,3 +528,7 @@ class Module(ABC):
         body = "".join(f"\n  {line}" for line in lines)
         head = f"{type(self).__name__}({extra}" if extra else f"{type(self).__name__}("
         return f"{head}{body}\n)"
+
+
+# The original promptimus defined `ModuleDict` in this file.
+__getattr__ = deprecated_exports(__name__, {"ModuleDict": "promptimus.core.ModuleDict"})

@@ -97,6 +97,15 @@ def value_digest(value: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
+def owner_path(owners: list[tuple[weakref.ref[Module], str]]) -> str:
+    """The path of a member registered under `owners`: the last live owner's path + its name."""
+    for owner_ref, name in reversed(owners):
+        owner = owner_ref()
+        if owner is not None:
+            return f"{owner.path}.{name}"
+    return "root"
+
+
 class Parameter(Generic[T]):
     """A value a module exposes for checkpoints and optimizers.
 
@@ -115,8 +124,9 @@ class Parameter(Generic[T]):
     @property
     def value(self) -> T:
         if self._value is UNSET:
+            unattached = "" if self.name else " (unattached)"
             raise ParamNotSet(
-                f"Parameter {self.path or '(unattached)'!r} has no value yet; set `.value`, pass a "
+                f"Parameter {self.path!r}{unattached} has no value yet; set `.value`, pass a "
                 "value when constructing it, or load a checkpoint that contains it."
             )
         return self._value  # type: ignore[no-any-return]
@@ -139,20 +149,16 @@ class Parameter(Generic[T]):
 
     @property
     def name(self) -> str:
-        for owner_ref, name in self._owners:
+        for owner_ref, name in reversed(self._owners):
             if owner_ref() is not None:
                 return name
         return ""
 
     @property
     def path(self) -> str:
-        """Dotted path from the root module, e.g. `agent.memory.prompt` (first owner if shared)."""
-        for owner_ref, name in self._owners:
-            owner = owner_ref()
-            if owner is not None:
-                prefix = owner.path
-                return f"{prefix}.{name}" if prefix else name
-        return ""
+        """Absolute dotted path, e.g. `root.agent.memory.prompt` (see `Module.path`); an
+        unattached parameter's path is `"root"`, as in the original promptimus."""
+        return owner_path(self._owners)
 
     @property
     def digest(self) -> str:

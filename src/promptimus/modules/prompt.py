@@ -19,7 +19,7 @@ class Prompt(Module):
         self.role = Parameter(MessageRole(role).value)
 
     def render(self, history: list[Message] | None = None, **kwargs: Any) -> list[Message]:
-        text = format_template(self.prompt.value, kwargs, where=f"Prompt {self.path or 'root'!r}")
+        text = format_template(self.prompt.value, kwargs, where=f"Prompt {self.path!r}")
         head = Message(role=MessageRole(self.role.value), content=text)
         return [head, *history] if history else [head]
 

@@ -110,7 +110,7 @@ class RAGModule(Module):
         content = format_template(
             self.query_template.value,
             variables,
-            where=f"RAGModule {self.path or 'root'!r} query_template",
+            where=f"RAGModule {self.path!r} query_template",
         )
         stuffed = Message(role=MessageRole.USER, content=content)
         memory = self.memory_module.memory

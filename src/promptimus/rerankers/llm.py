@@ -183,7 +183,7 @@ class LLMReranker(Module):
         request = format_template(
             self.request.value,
             {"query": query, "documents": self._format_documents(judged)},
-            where=f"LLMReranker {self.path or 'root'!r} request",
+            where=f"LLMReranker {self.path!r} request",
         )
         history = [Message(role=MessageRole.USER, content=request)]
         replies: list[str] = []
@@ -200,7 +200,7 @@ class LLMReranker(Module):
                 history = [*history, reply, Message(role=MessageRole.USER, content=correction)]
         else:
             raise FailedToParseOutput(
-                f"LLMReranker {self.path or 'root'!r} could not read document scores from "
+                f"LLMReranker {self.path!r} could not read document scores from "
                 f"{len(replies)} repl{'y' if len(replies) == 1 else 'ies'} of the model; make the "
                 "instructions ask for a JSON object of scores, or raise max_retries.",
                 raw=replies,
