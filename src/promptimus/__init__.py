@@ -34,6 +34,8 @@ _LAZY: dict[str, str] = {
     "Usage": "dto",
     "MessageDelta": "dto",
     "ToolCallDelta": "dto",
+    "History": "dto",
+    "Prompt": "modules.prompt",
 }
 _SUBMODULES = {
     "dto",
@@ -48,6 +50,7 @@ _SUBMODULES = {
     "transport",
     "tracing",
     "ops",
+    "common",
 }
 
 if TYPE_CHECKING:
@@ -58,6 +61,7 @@ if TYPE_CHECKING:
     from . import rerankers as rerankers
     from . import testing as testing
     from . import vector_stores as vector_stores
+    from .dto import History as History
     from .dto import ImageContent as ImageContent
     from .dto import Message as Message
     from .dto import MessageDelta as MessageDelta
@@ -66,6 +70,7 @@ if TYPE_CHECKING:
     from .dto import ToolFunction as ToolFunction
     from .dto import ToolRequest as ToolRequest
     from .dto import Usage as Usage
+    from .modules.prompt import Prompt as Prompt
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), submodules=_SUBMODULES)

@@ -5,6 +5,8 @@ Messages say what went wrong *and* what to do about it.
 
 from __future__ import annotations
 
+from ._lazy import deprecated_exports
+
 
 class PromptimusError(Exception):
     """Base class of every error promptimus raises on purpose."""
@@ -213,3 +215,16 @@ class InvalidEmbedding(VectorStoreError, ValueError):
 class ReactParseError(PromptimusError):
     """A ReACT reply could not be parsed. The message is written for the model: a ReACT agent
     sends it back as an observation so the model can correct its format."""
+
+
+# --- names of the original promptimus 0.1 ------------------------------------------------------
+# `except OldName:` keeps catching what promptimus raises today; each use warns once with the new
+# name. `InvalidToolName` kept its name and is defined above.
+__getattr__ = deprecated_exports(
+    __name__,
+    {
+        "ProviderRetryExceded": "promptimus.errors.RetryBudgetExhausted",
+        "InvalidToolConfig": "promptimus.errors.ToolError",
+        "RefResolutionError": "promptimus.errors.CheckpointReferenceError",
+    },
+)

@@ -1,11 +1,14 @@
-"""Plain data exchanged with providers: messages, tool requests, images, usage, stream deltas."""
+"""`Message`, `MessageRole`, and `History` (a conversation as one validated list)."""
 
 from __future__ import annotations
 
-import base64
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field, TypeAdapter
+
+from .image import ImageContent
+from .tool import ToolRequest
+from .usage import Usage
 
 
 class MessageRole(StrEnum):
@@ -13,53 +16,6 @@ class MessageRole(StrEnum):
     USER = "user"
     ASSISTANT = "assistant"
     TOOL = "tool"
-
-
-class ImageContent(BaseModel):
-    """An image attached to a message, as an http(s) URL or a base64 `data:` URL."""
-
-    model_config = ConfigDict(frozen=True)
-
-    url: str
-    detail: str | None = None
-
-    @classmethod
-    def from_buffer(
-        cls, data: bytes, mime_type: str = "image/png", detail: str | None = None
-    ) -> ImageContent:
-        encoded = base64.b64encode(data).decode("ascii")
-        return cls(url=f"data:{mime_type};base64,{encoded}", detail=detail)
-
-
-class ToolFunction(BaseModel):
-    name: str
-    arguments: str = "{}"
-    """The arguments exactly as the model produced them: a JSON text, possibly invalid."""
-
-
-class ToolRequest(BaseModel):
-    id: str | None = None
-    type: str = "function"
-    function: ToolFunction
-
-
-class Usage(BaseModel):
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    total_tokens: int = 0
-    cached_tokens: int = 0
-    reasoning_tokens: int = 0
-
-    def __add__(self, other: Usage) -> Usage:
-        if not isinstance(other, Usage):
-            return NotImplemented
-        return Usage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-            cached_tokens=self.cached_tokens + other.cached_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-        )
 
 
 class Message(BaseModel):
@@ -76,20 +32,6 @@ class Message(BaseModel):
     finish_reason: str | None = None
 
 
-class ToolCallDelta(BaseModel):
-    """A fragment of a streamed tool call; fragments with the same `index` concatenate."""
-
-    index: int
-    id: str | None = None
-    name: str | None = None
-    arguments: str = ""
-
-
-class MessageDelta(BaseModel):
-    """One streamed chunk: text, reasoning, tool-call fragments, and on the last chunk usage."""
-
-    content: str | None = None
-    reasoning: str | None = None
-    tool_calls: list[ToolCallDelta] = Field(default_factory=list)
-    usage: Usage | None = None
-    finish_reason: str | None = None
+History: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
+"""Validates and dumps a whole conversation: `History.validate_python(rows)`,
+`History.dump_python(messages)`, `History.validate_json(text)`."""

@@ -20,6 +20,9 @@ _LAZY: dict[str, str] = {
     "RetrievalModule": "retrieval",
     "RAGModule": "rag",
     "document_id": "retrieval",
+    # the original exported the rerankers here too
+    "RRFReranker": "promptimus.rerankers.rrf",
+    "RerankerProtocol": "promptimus.rerankers.base",
     # re-exported from promptimus.tools, where they live now
     "Tool": "promptimus.tools.tool",
     "toolset": "promptimus.tools.tool",
@@ -27,6 +30,7 @@ _LAZY: dict[str, str] = {
     "handoff_messages": "promptimus.tools.tool",
     "CompositeTool": "promptimus.tools.composite_tool",
     "RunContext": "promptimus.tools.run_context",
+    "SupportsHandoff": "promptimus.tools.tool",
     # re-exported from promptimus.agents, where they live now
     "BaseAgent": "promptimus.agents.base_agent",
     "RunResult": "promptimus.agents.base_agent",
@@ -75,8 +79,11 @@ if TYPE_CHECKING:
     from ..agents.run_record import capture_records as capture_records
     from ..agents.run_record import current_record as current_record
     from ..agents.run_record import recording as recording
+    from ..rerankers.base import RerankerProtocol as RerankerProtocol
+    from ..rerankers.rrf import RRFReranker as RRFReranker
     from ..tools.composite_tool import CompositeTool as CompositeTool
     from ..tools.run_context import RunContext as RunContext
+    from ..tools.tool import SupportsHandoff as SupportsHandoff
     from ..tools.tool import Tool as Tool
     from ..tools.tool import handoff_messages as handoff_messages
     from ..tools.tool import tool_result_to_text as tool_result_to_text

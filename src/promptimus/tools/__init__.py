@@ -8,6 +8,7 @@ from promptimus._lazy import lazy_exports
 
 _LAZY: dict[str, str] = {
     "Tool": "tool",
+    "SupportsHandoff": "tool",
     "toolset": "tool",
     "tool_result_to_text": "tool",
     "handoff_messages": "tool",
@@ -18,6 +19,7 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     from .composite_tool import CompositeTool as CompositeTool
     from .run_context import RunContext as RunContext
+    from .tool import SupportsHandoff as SupportsHandoff
     from .tool import Tool as Tool
     from .tool import handoff_messages as handoff_messages
     from .tool import tool_result_to_text as tool_result_to_text

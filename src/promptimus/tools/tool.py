@@ -28,7 +28,7 @@ import json
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, overload
+from typing import Annotated, Any, Protocol, overload, runtime_checkable
 
 import pydantic_core
 from pydantic import Field
@@ -54,6 +54,7 @@ from .tool_schema import (
 )
 
 __all__ = [
+    "SupportsHandoff",
     "Tool",
     "check_tool_name",
     "handoff_messages",
@@ -176,6 +177,15 @@ def _accepts(annotation: Any, kind: Any) -> bool:
     if annotation is inspect.Parameter.empty or annotation is Any:
         return True
     return (origin or annotation) is kind or (kind is list and origin in (list, typing.Sequence))
+
+
+@runtime_checkable
+class SupportsHandoff(Protocol):
+    """A module that can take the conversation so far as its input (the original promptimus'
+    protocol for `Tool.from_module(module, handoff_history=True)`). For `Tool` the forward's
+    message parameter must accept `list[Message]`, as every agent's `request` does."""
+
+    async def forward(self, history: list[Message] | Message | str, **kwargs: Any) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -191,7 +191,7 @@ class RetryPolicy:
             try:
                 return await fn()
             except Exception as exc:
-                failure = classify(exc)
+                failure = self.classify(exc)
                 if failure is None:
                     raise
                 if not failure.retryable:

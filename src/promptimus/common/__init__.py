@@ -1,0 +1,1 @@
+"""The original promptimus' `promptimus.common` package (kept for code written against it)."""

@@ -1,0 +1,26 @@
+"""Streamed reply fragments: `MessageDelta` and `ToolCallDelta`."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .usage import Usage
+
+
+class ToolCallDelta(BaseModel):
+    """A fragment of a streamed tool call; fragments with the same `index` concatenate."""
+
+    index: int
+    id: str | None = None
+    name: str | None = None
+    arguments: str = ""
+
+
+class MessageDelta(BaseModel):
+    """One streamed chunk: text, reasoning, tool-call fragments, and on the last chunk usage."""
+
+    content: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[ToolCallDelta] = Field(default_factory=list)
+    usage: Usage | None = None
+    finish_reason: str | None = None
