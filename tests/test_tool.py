@@ -171,9 +171,9 @@ async def test_user_fixable_errors_propagate_unchanged() -> None:
         await Tool.from_module(NeedsLLM()).call('{"request": "hi"}')
 
 
-async def test_direct_await_is_a_plain_call_with_raw_result() -> None:
+async def test_calling_a_tool_calls_its_function_and_forward_is_the_module_path() -> None:
     tool = Tool(add)
-    assert await tool(2, b=3) == 5
+    assert tool(2, b=3) == 5  # the function it wraps, as in the original promptimus
     assert await tool.forward(a=1) == 11
 
 

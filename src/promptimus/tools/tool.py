@@ -12,7 +12,9 @@
 
     add.to_openai()                       # {"type": "function", "function": {...}}
     await add.call('{"a": "2"}')          # "3"  (validated, run, converted to text)
-    await add(a=2, b=3)                   # 5    (a plain call through the module call path)
+    await add.forward(a=2, b=3)           # 5    (a plain call through the module call path)
+    await add.forward('{"a": 2, "b": 3}') # 5    (the original promptimus' JSON form, validated)
+    add(2, 3)                             # 5    (still the function it decorates)
 
 A tool is a `Module`: its `description` is a tunable, checkpointed `Parameter`, and a module
 wrapped with `Tool.from_module` is registered under it (`module`), so its prompts are saved with
@@ -42,6 +44,7 @@ from ..errors import (
     MaxIterExceeded,
     OutputTruncated,
     PromptimusError,
+    ToolArgumentsError,
     ToolError,
     ToolExecutionError,
 )
@@ -276,14 +279,15 @@ class Tool(Module):
                     as_text=_accepts(param.annotation, str),
                     as_list=_accepts(param.annotation, list),
                 )
-                text = (
-                    f"The request for {tool}; it also sees the conversation so far."
-                    if self._handoff_history
-                    else f"The request for {tool}, complete and self-contained."
-                )
+                if self._handoff_history:  # the conversation is the input; a request may add to it
+                    text = f"Optional: what to ask {tool}; it sees the conversation so far."
+                    default: Any = ""
+                else:
+                    text = f"The request for {tool}, complete and self-contained."
+                    default = inspect.Parameter.empty
                 request = Annotated[str, Field(description=text)]
                 param = inspect.Parameter(
-                    "request", param.POSITIONAL_OR_KEYWORD, annotation=request
+                    "request", param.POSITIONAL_OR_KEYWORD, annotation=request, default=default
                 )
             out.append(param)
         names = [p.name for p in out]
@@ -385,8 +389,27 @@ class Tool(Module):
 
     # ------------------------------------------------------------------ calling
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the wrapped function directly, as if it had not been decorated: `add(2, 3)`
+        returns 5, and an `async def` returns its coroutine (as in the original promptimus).
+        `await tool.forward(...)` is the module call path (hooks, tracing, fresh session)."""
+        if self._fn is None:  # a tool without a function of its own (CompositeTool)
+            return self.forward(*args, **kwargs)
+        return self._fn(*args, **kwargs)
+
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        """Call the wrapped function with Python arguments and return its raw result."""
+        """Call the wrapped function and return its raw result.
+
+        Takes Python arguments, or the original promptimus' form: one JSON-object string
+        (`await power.forward('{"a": 2, "b": 8}')`, optionally with `history=` for a handoff
+        tool), validated as the model's arguments are (`ToolArgumentsError` if they do not fit).
+        Pass a text argument that looks like a JSON object by keyword.
+        """
+        if _is_json_form(args, kwargs):
+            args, kwargs = self._prepare(args[0], None, kwargs.get("history"))
+        return await self._invoke(*args, **kwargs)
+
+    async def _invoke(self, *args: Any, **kwargs: Any) -> Any:
         if self._fresh_session:
             with Session():
                 return await self._fn(*args, **kwargs)
@@ -409,19 +432,29 @@ class Tool(Module):
         """
         return tool_result_to_text(await self._run(arguments, ctx))
 
-    async def _run(
-        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None
-    ) -> Any:
+    def _prepare(
+        self,
+        arguments: str | dict[str, Any] | None,
+        ctx: RunContext[Any] | None,
+        history: Any = None,
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """Validated Python arguments for the function, from the model's arguments."""
         values = self._schema.validate(arguments, self._name)
         if self._schema.context_params:
             context = ctx if ctx is not None else RunContext()
             for name in self._schema.context_params:
                 values[name] = context
         if self._input is not None:
-            values[self._input.param] = self._module_input(values.pop("request"), ctx)
+            request = values.pop("request", "")
+            values[self._input.param] = self._module_input(request, ctx, history)
         if self._deps_param is not None and ctx is not None and ctx.deps is not None:
             values[self._deps_param] = ctx.deps
-        args, kwargs = self._schema.split(values)
+        return self._schema.split(values)
+
+    async def _run(
+        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None
+    ) -> Any:
+        args, kwargs = self._prepare(arguments, ctx)
         try:
             return await self.forward(*args, **kwargs)
         except _MODEL_FIXABLE as exc:
@@ -433,16 +466,43 @@ class Tool(Module):
                 f"Tool {self._name!r} failed: {type(exc).__name__}: {exc}"
             ) from exc
 
-    def _module_input(self, request: str, ctx: RunContext[Any] | None) -> Any:
+    def _module_input(self, request: str, ctx: RunContext[Any] | None, given: Any = None) -> Any:
         assert self._input is not None
         if self._handoff_history:
-            view = (ctx.handoff_view if ctx else None) or handoff_messages
-            history = view(ctx.messages, self._handoff_include_tool_loop) if ctx else []
-            return [*history, Message(role=MessageRole.USER, content=request)]
+            if given is not None:  # the original's `forward(json, history=...)`
+                history = _as_message_list(given)
+            else:
+                view = (ctx.handoff_view if ctx else None) or handoff_messages
+                history = view(ctx.messages, self._handoff_include_tool_loop) if ctx else []
+            asked = [Message(role=MessageRole.USER, content=request)] if request else []
+            if not history and not asked:
+                raise ToolArgumentsError(
+                    f"Tool {self._name!r} got no request and there is no conversation to hand "
+                    "off; send a request."
+                )
+            return [*history, *asked]
         if self._input.as_text:
             return request
         message = Message(role=MessageRole.USER, content=request)
         return [message] if self._input.as_list else message
+
+
+def _is_json_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
+    """`forward('{"a": 1}')` or `forward('{...}', history=...)`: the original's calling form."""
+    return (
+        len(args) == 1
+        and isinstance(args[0], str)
+        and args[0].lstrip().startswith("{")
+        and set(kwargs) <= {"history"}
+    )
+
+
+def _as_message_list(history: Any) -> list[Message]:
+    if isinstance(history, str):
+        return [Message(role=MessageRole.USER, content=history)]
+    if isinstance(history, Message):
+        return [history]
+    return list(history)
 
 
 def _own_doc(obj: Any) -> str | None:
