@@ -197,6 +197,11 @@ def test_every_public_name_of_the_original_imports(module_name: str) -> None:
         ("promptimus.core.module", "ModuleDict", "promptimus.core.ModuleDict"),
         ("promptimus.modules.tool", "Tool", "promptimus.tools.Tool"),
         ("promptimus.modules.tool", "ToolCallingAgent", "promptimus.agents.ToolCallingAgent"),
+        (
+            "promptimus.modules.rag",
+            "DEFAULT_SYSTEM_PROMPT",
+            "promptimus.modules.rag.DEFAULT_RAG_SYSTEM_PROMPT",
+        ),
     ],
 )
 def test_old_names_warn_once_with_the_new_one(module_name: str, old: str, new: str) -> None:
@@ -314,6 +319,22 @@ def test_supports_handoff_recognises_agents() -> None:
 
     assert isinstance(OpenaiToolCallingAgent("p", []), SupportsHandoff)
     assert not isinstance(object(), SupportsHandoff)
+
+
+def test_module_dict_takes_keyword_entries_like_the_original() -> None:
+    root = Box()
+    root.tools = ModuleDict(search=Asks(), fetch=Box())
+    assert list(root.tools) == ["search", "fetch"]
+    assert root.tools["search"].path == "root.tools.search"
+
+
+def test_tool_to_openai_function_is_the_old_name_of_to_openai() -> None:
+    from promptimus.modules import Tool
+
+    tool = Tool(lambda a: a, name="echo", description="Echo.")
+    with pytest.warns(DeprecationWarning, match=r"to_openai\(\)"):
+        spec = tool.to_openai_function()
+    assert spec == tool.to_openai()
 
 
 def test_top_level_prompt_is_the_prompt_module() -> None:

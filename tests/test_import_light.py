@@ -32,6 +32,9 @@ def imported_after(code: str) -> list[str]:
         "import promptimus.core",
         "from promptimus import Module, Parameter, ModuleDict, ModuleList, Session",
         "import promptimus.errors",
+        "import promptimus; promptimus.Prompt; promptimus.ImageContent",
+        "import promptimus.dto.message, promptimus.dto.image",
+        "from promptimus.common.rate_limiting import RateLimitedClient",
     ],
 )
 def test_import_pulls_in_no_heavy_dependency(code: str) -> None:

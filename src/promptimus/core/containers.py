@@ -21,9 +21,14 @@ class ModuleDict(Module, MutableMapping[str, Module]):
     """A mutable mapping of name → module. Keys are any non-empty strings without dots (dots
     separate path parts in checkpoints); keys may equal method names (`"keys"`, `"forward"`)."""
 
-    def __init__(self, modules: Mapping[str, Module] | Iterable[tuple[str, Module]] = ()) -> None:
+    def __init__(
+        self,
+        modules: Mapping[str, Module] | Iterable[tuple[str, Module]] = (),
+        /,
+        **named: Module,
+    ) -> None:
         super().__init__()
-        self.update(modules)
+        self.update(modules, **named)  # `ModuleDict(search=tool)`, as in the original promptimus
 
     @staticmethod
     def _check_key(key: Any) -> str:

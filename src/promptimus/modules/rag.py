@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .._lazy import deprecated_exports
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..template import format_template, parse_template
@@ -124,3 +125,9 @@ class RAGModule(Module):
         )
         memory.extend((asked, response))
         return response
+
+
+# The original promptimus' name for the default system prompt.
+__getattr__ = deprecated_exports(
+    __name__, {"DEFAULT_SYSTEM_PROMPT": "promptimus.modules.rag.DEFAULT_RAG_SYSTEM_PROMPT"}
+)

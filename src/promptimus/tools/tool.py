@@ -28,6 +28,7 @@ import functools
 import inspect
 import json
 import re
+import warnings
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol, overload, runtime_checkable
@@ -377,6 +378,15 @@ class Tool(Module):
             function["description"] = self.description.value
         function["parameters"] = self.parameters_schema
         return {"type": "function", "function": function}
+
+    def to_openai_function(self) -> dict[str, Any]:
+        """The original promptimus' name of `to_openai()`."""
+        warnings.warn(
+            "Tool.to_openai_function() is deprecated; use Tool.to_openai() instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.to_openai()
 
     def describe_for_prompt(self) -> str:
         """A plain-text description for text protocols (ReACT)."""
