@@ -156,3 +156,33 @@ async def test_rag_over_http_with_embeddings_reranking_and_chat_from_the_fake_se
         (chat,) = srv.chat.requests
         assert chat["messages"][-1]["content"].startswith(f"Use this:\n{FACTS[0]}\n---")
         assert rag.memory.as_list()[0].content == "How tall is the Eiffel Tower?"
+
+
+async def test_an_original_query_template_with_query_and_a_separate_text_store() -> None:
+    # promptimus 0.1 filled `{query}` and took `text_store=`; checkpoints and code written for it work.
+    llm = ScriptedLLM(answer_with_last_user_message)
+    vectors, texts = InMemoryVectorStore(), InMemoryVectorStore()
+    rag = RAGModule(
+        query_template="Context:\n{context}\n\nQuestion: {query}",
+        vector_store=vectors,
+        text_store=texts,
+        embedder=HashingEmbedder(64),
+        n_semantic=1,
+        n_text=1,
+        n_after_rerank=2,
+    ).with_llm(llm)
+    assert rag.retrieval.text_store is texts
+    await vectors.insert([[1.0] + [0.0] * 63], [FACTS[0]], ["v1"])
+    await texts.insert_text_only([FACTS[2]], ["t1"])
+    await rag("Bananas?")
+    ((sent, _),) = llm.requests
+    context = sent[-1].content.removeprefix("Context:\n").removesuffix("\n\nQuestion: Bananas?")
+    assert sorted(context.split("\n\n")) == sorted([FACTS[0], FACTS[2]])  # one from each store
+
+
+def test_text_store_beside_a_given_retrieval_is_refused() -> None:
+    from promptimus.errors import InvalidArgument
+    from promptimus.modules.retrieval import RetrievalModule
+
+    with pytest.raises(InvalidArgument, match="text_store"):
+        RAGModule(retrieval=RetrievalModule(), text_store=InMemoryVectorStore())

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 from .._lazy import deprecated_exports
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
+from ..errors import InvalidArgument
 from ..template import format_template, parse_template
 from .memory import Memory, MemoryModule
 from .retrieval import RetrievalModule
@@ -36,7 +37,8 @@ class RAGModule(Module):
     Each `forward(question)`:
 
     1. retrieves documents for the question with ``retrieval`` (a `RetrievalModule`);
-    2. formats ``query_template`` (a Parameter with ``{context}`` and ``{question}`` fields, plus
+    2. formats ``query_template`` (a Parameter with ``{context}`` and ``{question}`` fields —
+       ``{query}`` too, the original promptimus's name for the question — plus
        any extra keyword arguments) into the user message sent to the LLM, after the memory;
     3. stores the exchange in memory — the user's plain question and the answer, not the stuffed
        context (that would crowd the memory window and be re-sent every turn), unless
@@ -56,6 +58,7 @@ class RAGModule(Module):
         *,
         retrieval: RetrievalModule | None = None,
         vector_store: VectorStoreProtocol | None = None,
+        text_store: VectorStoreProtocol | None = None,
         embedder: EmbedderProtocol | None = None,
         reranker: RerankerProtocol | None = None,
         n_semantic: int = 10,
@@ -70,6 +73,7 @@ class RAGModule(Module):
         if retrieval is None:
             retrieval = RetrievalModule(
                 vector_store,
+                text_store,
                 n_semantic=n_semantic,
                 n_text=n_text,
                 n_after_rerank=n_after_rerank,
@@ -77,6 +81,10 @@ class RAGModule(Module):
                 reranker=reranker,
             )
         else:
+            if text_store is not None:
+                raise InvalidArgument(
+                    "RAGModule: pass text_store to the RetrievalModule you give as retrieval="
+                )
             for provider, setter in (
                 (vector_store, retrieval.with_vector_store),
                 (embedder, retrieval.with_embedder),
@@ -107,7 +115,13 @@ class RAGModule(Module):
         **kwargs: Any,
     ) -> Message:
         hits = await self.retrieval.forward(question, where=where)
-        variables = {**kwargs, "context": self.format_context(hits), "question": question}
+        # `query` is the original promptimus's name for the question: its templates keep working.
+        variables = {
+            "query": question,
+            **kwargs,
+            "context": self.format_context(hits),
+            "question": question,
+        }
         content = format_template(
             self.query_template.value,
             variables,
