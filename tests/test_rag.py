@@ -159,7 +159,7 @@ async def test_rag_over_http_with_embeddings_reranking_and_chat_from_the_fake_se
 
 
 async def test_an_original_query_template_with_query_and_a_separate_text_store() -> None:
-    # promptimus 0.1 filled `{query}` and took `text_store=`; checkpoints and code written for it work.
+    # promptimus 0.1 filled `{query}` and took `text_store=`: code written for it still works.
     llm = ScriptedLLM(answer_with_last_user_message)
     vectors, texts = InMemoryVectorStore(), InMemoryVectorStore()
     rag = RAGModule(
