@@ -8,7 +8,7 @@ import json
 import pytest
 
 from promptimus.dto import Message, MessageDelta, MessageRole, ToolCallDelta, Usage
-from promptimus.errors import PromptimusError, ScriptExhausted
+from promptimus.errors import PromptimusError, ScriptExhausted, StreamInterrupted
 from promptimus.llms import (
     DummyLLm,
     MessageAccumulator,
@@ -215,7 +215,11 @@ def test_accumulator_joins_tool_call_fragments_by_index() -> None:
     assert message.reasoning is None
 
 
-def test_accumulate_empty_stream_is_an_empty_assistant_message() -> None:
-    message = accumulate([])
-    assert message.role == MessageRole.ASSISTANT
-    assert (message.content, message.tool_calls, message.usage) == ("", None, None)
+def test_accumulating_a_stream_without_finish_reason_raises_stream_interrupted() -> None:
+    # An empty or cut-off stream is never a successful (empty) answer.
+    with pytest.raises(StreamInterrupted, match="0 chunk"):
+        accumulate([])
+    with pytest.raises(StreamInterrupted) as caught:
+        accumulate([MessageDelta(content="Hel"), MessageDelta(content="lo")])
+    error = caught.value
+    assert (error.chunks, error.content_chars, error.finish_reason) == (2, 5, None)

@@ -137,6 +137,58 @@ class ModelResolutionError(ProviderConfigError):
     """A model string like "openai:gpt-4o-mini" could not be resolved to a provider."""
 
 
+class StreamInterrupted(ProviderUnavailable):
+    """A streamed reply ended before the model finished it: no chunk carried a ``finish_reason``
+    (the server died or closed the connection mid-stream, or sent its error in a form the SDK
+    skips). What had arrived is attached: ``chunks``, ``content_chars``, ``tool_calls`` and the
+    last ``finish_reason`` seen (None when the stream was cut)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        chunks: int = 0,
+        content_chars: int = 0,
+        tool_calls: int = 0,
+        finish_reason: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.chunks = chunks
+        self.content_chars = content_chars
+        self.tool_calls = tool_calls
+        self.finish_reason = finish_reason
+
+
+class RequestRejected(ProviderResponseError):
+    """The server rejected the request itself (a 4xx, or an error body that is a request
+    validation error): the same request would be rejected again, so it is not retried.
+    ``status`` is the HTTP status (None for an error sent inside a stream); ``server_message``
+    is what the server said."""
+
+    def __init__(self, message: str, *, status: int | None = None, server_message: str = ""):
+        super().__init__(message)
+        self.status = status
+        self.server_message = server_message
+
+
+class ContextWindowExceeded(RequestRejected):
+    """The request (prompt plus requested completion) is larger than the model's context window.
+    ``context_window`` and ``prompt_tokens`` hold the numbers the server reported, if any."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        server_message: str = "",
+        context_window: int | None = None,
+        prompt_tokens: int | None = None,
+    ) -> None:
+        super().__init__(message, status=status, server_message=server_message)
+        self.context_window = context_window
+        self.prompt_tokens = prompt_tokens
+
+
 # --- test doubles (added by the llms helper) ---------------------------------------------------
 
 

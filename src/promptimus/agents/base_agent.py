@@ -25,7 +25,7 @@ from typing import Any, Generic, NamedTuple, TypeVar
 
 from ..core import Module, ModuleDict
 from ..dto import Message, Usage
-from ..errors import InvalidArgument, MaxIterExceeded, ToolError
+from ..errors import InvalidArgument, MaxIterExceeded, RequestRejected, ToolError
 from ..llms.accumulator import MessageAccumulator
 from ..modules.memory import Memory, MemoryModule, as_messages
 from ..tools.run_context import HandoffView, RunContext
@@ -103,11 +103,13 @@ Decision = Final | Act | Retry
 @dataclass(slots=True)
 class RunState:
     """Per-run bookkeeping a subclass may use while interpreting replies: how many `Retry`s so
-    far, and the rejected outputs with their errors (for `FailedToParseOutput`)."""
+    far, the rejected outputs with their errors (for `FailedToParseOutput`), and the
+    structured-output mode requests are sent in (see `StructuralOutput.mode_for`)."""
 
     retries: int = 0
     rejected: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    response_format: Any = None
 
 
 @dataclass(slots=True)
@@ -154,15 +156,26 @@ class BaseAgent(Module, Generic[OutputT]):
 
     # ------------------------------------------------------------------ subclass hooks
 
-    def _provider_kwargs(self) -> dict[str, Any]:
+    def _provider_kwargs(self, state: RunState | None = None) -> dict[str, Any]:
         """Request options for every LLM call of a run (tools, response_format...)."""
         return {}
+
+    def _begin_run(self, llm: Any, state: RunState) -> None:
+        """Called once before a run's first LLM call (e.g. to pick the request mode)."""
+
+    def _on_rejected(self, llm: Any, error: RequestRejected, state: RunState) -> bool:
+        """The server rejected a request (nothing was delivered). Return True after adapting
+        `state` so the same step is sent again (e.g. with a weaker structured-output mode)."""
+        return False
+
+    def _on_accepted(self, llm: Any, state: RunState) -> None:
+        """The server answered a request sent as `state` describes."""
 
     def _variables(self, prompt_vars: dict[str, Any]) -> dict[str, Any]:
         """Template variables for the system prompt."""
         return prompt_vars
 
-    def _preamble(self, variables: dict[str, Any]) -> list[Message]:
+    def _preamble(self, variables: dict[str, Any], state: RunState | None = None) -> list[Message]:
         """Messages sent after the system prompt and before the conversation (not remembered)."""
         return []
 
@@ -282,12 +295,14 @@ class BaseAgent(Module, Generic[OutputT]):
         conversation = [*memory.data, *new]
         keep = list(new)  # what the memory gains if the run succeeds
         variables = self._variables(prompt_vars)
-        preamble = self._preamble(variables)
-        provider_kwargs = self._provider_kwargs()
         prompt = predictor.prompt
+        llm = prompt.llm
+        state = RunState()
+        self._begin_run(llm, state)
+        preamble = self._preamble(variables, state)
+        provider_kwargs = self._provider_kwargs(state)
         dynamic = isinstance(prompt, DynamicPrompt)
         steps = 0
-        state = RunState()
         while True:
             if steps >= self.max_steps:
                 raise MaxIterExceeded(
@@ -306,19 +321,28 @@ class BaseAgent(Module, Generic[OutputT]):
                 system = prompt.render(None, **variables)[0]  # type: ignore[union-attr]
             history = [*preamble, *conversation] if preamble else conversation
             sent = [system, *history]
-            if stream:
-                accumulator = MessageAccumulator()
-                async for delta in prompt.llm.astream(sent, **provider_kwargs):
-                    accumulator.add(delta)
-                    if delta.reasoning:
-                        yield ReasoningDelta(delta.reasoning, index)
-                    if delta.content:
-                        yield TextDelta(delta.content, index)
-                reply = accumulator.message()
-            elif dynamic:
-                reply = await prompt.forward(history, provider_kwargs, system=system)
-            else:
-                reply = await prompt.forward(history, provider_kwargs, **variables)
+            accumulator = MessageAccumulator()
+            try:
+                if stream:
+                    async for delta in llm.astream(sent, **provider_kwargs):
+                        accumulator.add(delta)
+                        if delta.reasoning:
+                            yield ReasoningDelta(delta.reasoning, index)
+                        if delta.content:
+                            yield TextDelta(delta.content, index)
+                    # a stream that ended without a finish_reason was cut off: never an answer
+                    reply = accumulator.finish(f"a call to {llm!r}")
+                elif dynamic:
+                    reply = await prompt.forward(history, provider_kwargs, system=system)
+                else:
+                    reply = await prompt.forward(history, provider_kwargs, **variables)
+            except RequestRejected as exc:
+                if accumulator.chunks or not self._on_rejected(llm, exc, state):
+                    raise
+                preamble = self._preamble(variables, state)
+                provider_kwargs = self._provider_kwargs(state)
+                continue
+            self._on_accepted(llm, state)
             step = StepRecord(index, sent, reply, [], reply.usage or _NO_USAGE)
             record.steps.append(step)
             steps += 1

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from ..core import Module
 from ..dto import Message, MessageRole
-from ..errors import FailedToParseOutput
+from ..errors import FailedToParseOutput, RequestRejected
 from ..modules.memory import Memory
 from ..modules.structural import StructuralOutput
 from ..tools.tool import Tool
@@ -73,18 +73,40 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         if structural_output is not None:
             self.structural_output = structural_output
 
-    def _provider_kwargs(self) -> dict[str, Any]:
+    def _provider_kwargs(self, state: RunState | None = None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         if len(self.tools):
             kwargs["tools"] = [tool.to_openai() for tool in self.tools.values()]  # type: ignore[attr-defined]
         if self._output is not None:
-            kwargs.update(self._output.provider_kwargs())
+            kwargs.update(self._output.provider_kwargs(state.response_format if state else None))
         return kwargs
 
-    def _preamble(self, variables: dict[str, Any]) -> list[Message]:
-        if self._output is None or self._output.native:
+    def _preamble(self, variables: dict[str, Any], state: RunState | None = None) -> list[Message]:
+        output = self._output
+        if output is None:
             return []
-        return [self._output.system_message(**variables)]
+        if not output.native:
+            return [output.system_message(**variables)]
+        extra = output.schema_instructions(state.response_format) if state else None
+        return [extra] if extra is not None else []
+
+    # structured output degrades like StructuralOutput.forward on servers that reject its format
+    def _begin_run(self, llm: Any, state: RunState) -> None:
+        if self._output is not None:
+            state.response_format = self._output.mode_for(llm)
+
+    def _on_rejected(self, llm: Any, error: RequestRejected, state: RunState) -> bool:
+        if self._output is None or state.response_format is None:
+            return False
+        weaker = self._output.fall_back(state.response_format, error)
+        if weaker is None:
+            return False
+        state.response_format = weaker
+        return True
+
+    def _on_accepted(self, llm: Any, state: RunState) -> None:
+        if self._output is not None and state.response_format is not None:
+            self._output.accepted(llm, state.response_format)
 
     def _interpret(self, reply: Message, state: RunState) -> Decision:
         if reply.tool_calls:

@@ -1,20 +1,29 @@
-"""Assemble streamed ``MessageDelta`` chunks into the final assistant ``Message``."""
+"""Assemble streamed ``MessageDelta`` chunks into the final assistant ``Message``.
+
+A stream is complete only once a delta carried a ``finish_reason``: a stream that ends without one
+was cut off (the server died or closed the connection mid-reply) and ``finish`` /
+``aaccumulate`` raise ``StreamInterrupted`` saying what had arrived, instead of returning the
+partial (often empty) reply as if it were the answer.
+"""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Iterable
 
 from promptimus.dto import Message, MessageDelta, MessageRole, ToolFunction, ToolRequest, Usage
+from promptimus.errors import StreamInterrupted
 
 
 class MessageAccumulator:
     """Feed deltas with ``add``; read the message so far with ``message()``.
 
     Text and reasoning concatenate, tool-call fragments concatenate by ``index``, and the last
-    ``usage`` / ``finish_reason`` seen win.
+    ``usage`` / ``finish_reason`` seen win. ``chunks`` counts the deltas added; ``complete``
+    says whether one carried a ``finish_reason``; ``finish()`` is ``message()`` for a stream that
+    has ended, raising ``StreamInterrupted`` if it ended incomplete.
     """
 
-    __slots__ = ("_calls", "_content", "_reasoning", "finish_reason", "usage")
+    __slots__ = ("_calls", "_content", "_reasoning", "chunks", "finish_reason", "usage")
 
     def __init__(self) -> None:
         self._content: list[str] = []
@@ -22,8 +31,10 @@ class MessageAccumulator:
         self._calls: dict[int, list[str | None]] = {}  # index -> [id, name, arguments]
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
+        self.chunks = 0
 
     def add(self, delta: MessageDelta) -> None:
+        self.chunks += 1
         if delta.content:
             self._content.append(delta.content)
         if delta.reasoning:
@@ -48,6 +59,23 @@ class MessageAccumulator:
     @property
     def content(self) -> str:
         return "".join(self._content)
+
+    @property
+    def complete(self) -> bool:
+        """Whether a delta carried a ``finish_reason`` (the model finished the reply)."""
+        return self.finish_reason is not None
+
+    @property
+    def tool_call_count(self) -> int:
+        return len(self._calls)
+
+    def finish(self, source: str = "an LLM call") -> Message:
+        """The message of a stream that has ended; ``StreamInterrupted`` if it was cut off.
+
+        ``source`` names the stream in the error (e.g. the provider and model)."""
+        if not self.complete:
+            raise stream_interrupted(self, source)
+        return self.message()
 
     def message(self) -> Message:
         tool_calls = None
@@ -74,7 +102,7 @@ def accumulate(deltas: Iterable[MessageDelta]) -> Message:
     acc = MessageAccumulator()
     for delta in deltas:
         acc.add(delta)
-    return acc.message()
+    return acc.finish()
 
 
 async def aaccumulate(deltas: AsyncIterable[MessageDelta]) -> Message:
@@ -82,4 +110,25 @@ async def aaccumulate(deltas: AsyncIterable[MessageDelta]) -> Message:
     acc = MessageAccumulator()
     async for delta in deltas:
         acc.add(delta)
-    return acc.message()
+    return acc.finish()
+
+
+def stream_interrupted(
+    received: MessageAccumulator, source: str, cause: str | None = None
+) -> StreamInterrupted:
+    """The error for a stream that ended (or broke, ``cause``) before its ``finish_reason``."""
+    how = f"broke ({cause})" if cause else "ended"
+    return StreamInterrupted(
+        f"The reply to {source} was cut off (stream interrupted): the stream {how} before "
+        f"the model finished it, after {received.chunks} chunk(s) with "
+        f"{len(received.content)} characters of text and {received.tool_call_count} tool "
+        "call(s), none of them carrying a finish_reason. The server probably died or "
+        "closed the connection mid-reply (a crash, a restart, an error such as a context "
+        "overflow that some servers, like older llama.cpp builds, send in a form the openai SDK "
+        "skips): check the server's log, then retry. A custom LLM's astream must end with a "
+        "delta that carries finish_reason.",
+        chunks=received.chunks,
+        content_chars=len(received.content),
+        tool_calls=received.tool_call_count,
+        finish_reason=received.finish_reason,
+    )

@@ -8,15 +8,20 @@ every task, cumulative usage accounting, and safe handling of the API key.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from promptimus.dto import Message, MessageDelta, Usage
+from promptimus.dto import Message, MessageDelta
+from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
+from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.openai_format import chunk_to_delta, completion_to_message, messages_to_openai
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
 from promptimus.transport.rate_limit import RateLimiter, Reservation
-from promptimus.transport.retry import RetryPolicy, classify
+from promptimus.transport.retry import RetryPolicy, classify, redact_secrets
+
+log = logging.getLogger("promptimus.llms")
 
 
 class OpenAILike(OpenAIEndpoint):
@@ -66,6 +71,8 @@ class OpenAILike(OpenAIEndpoint):
             api_key_env=api_key_env,
             client_kwargs=client_kwargs,
         )
+        self.capabilities = ProviderCapabilities()
+        """What this server has shown it accepts (e.g. which structured-output mode)."""
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
@@ -115,8 +122,11 @@ class OpenAILike(OpenAIEndpoint):
         return message
 
     async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
-        """Stream the reply. A failure before the first chunk is retried; after it, it is raised
-        (as ``ProviderUnavailable`` / ``ProviderResponseError``) since output was delivered."""
+        """Stream the reply. A failure before the first chunk is retried (a stream that ends
+        before its first chunk too); after it, it is raised (as ``ProviderUnavailable`` /
+        ``ProviderResponseError``) since output was delivered. A stream that ends without a
+        ``finish_reason`` was cut off (the server died or closed the connection): it raises
+        ``StreamInterrupted`` after the last chunk, never passes for a complete reply."""
         params = self._params(history, kwargs)
         params["stream"] = True
         if params.get("stream_options", ...) is None:
@@ -134,6 +144,8 @@ class OpenAILike(OpenAIEndpoint):
                 chunks = stream.__aiter__()
                 try:
                     first = await anext(chunks, None)
+                    if first is None:
+                        raise stream_interrupted(MessageAccumulator(), self._context)
                 except BaseException:
                     await stream.close()
                     raise
@@ -146,12 +158,11 @@ class OpenAILike(OpenAIEndpoint):
         stream, chunks, chunk, slot, reservation = await self.retry.run(
             open_stream, context=self._context, redact=secrets
         )
-        usage: Usage | None = None
+        received = MessageAccumulator()
         try:
             while chunk is not None:
                 delta = chunk_to_delta(chunk)
-                if delta.usage is not None:
-                    usage = delta.usage
+                received.add(delta)
                 yield delta
                 try:
                     chunk = await anext(chunks, None)
@@ -159,13 +170,26 @@ class OpenAILike(OpenAIEndpoint):
                     failure = classify(exc)
                     if failure is None:
                         raise
-                    raise self.retry.translate(
+                    if received.complete and failure.retryable:
+                        # the model had finished; only trailing chunks (usage) were lost
+                        reason = redact_secrets(failure.reason, secrets)
+                        log.debug("%s: stream broke after finishing (%s)", self._context, reason)
+                        break
+                    error = self.retry.translate(
                         exc,
                         failure,
                         context=f"{self._context} (stream interrupted)",
                         redact=secrets,
-                    ) from exc
+                    )
+                    if failure.retryable:  # the connection broke: say what had arrived
+                        error = stream_interrupted(
+                            received, self._context, cause=redact_secrets(failure.reason, secrets)
+                        )
+                    raise error from exc
+            if received.finish_reason is None:
+                raise stream_interrupted(received, self._context)
         finally:
+            usage = received.usage
             if slot is not None:
                 slot.release()
             self._record(usage, reservation)

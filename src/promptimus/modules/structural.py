@@ -7,6 +7,15 @@ Two modes:
 - prompted (`native=False`): the schema goes into the system prompt, for servers without
   structured outputs.
 
+Native mode degrades on servers that reject `response_format: json_schema` (llama-cpp-python's
+server accepts only `{"type": "json_object", "schema": ...}`; some vLLM and Ollama versions
+neither): a request the server rejects (`RequestRejected`, never retried) is sent again with
+`json_object` and the schema, then with no `response_format` and the schema in a system message
+(prompted). The first mode the server accepts is remembered on the provider
+(`llm.capabilities`, see `promptimus.llms.capabilities`), so later calls go straight to it, and
+one log line (logger `promptimus.structural`, WARNING) says which mode it fell back to. If even
+the prompted request is rejected, the problem is not the format: that error is raised.
+
 Either way the reply is parsed leniently (plain JSON, JSON in a code fence, JSON with stray text
 around it) and validated. A reply that fails is sent back with the validation errors, at most
 `n_retries` times; then `FailedToParseOutput` is raised with every raw reply and error. A reply
@@ -18,6 +27,7 @@ from __future__ import annotations
 
 import copy
 import json
+import logging
 import re
 from typing import Any, Generic, TypeVar
 
@@ -25,7 +35,14 @@ from pydantic import BaseModel, ValidationError
 
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
-from ..errors import FailedToParseOutput, InvalidArgument, OutputTruncated
+from ..errors import (
+    ContextWindowExceeded,
+    FailedToParseOutput,
+    InvalidArgument,
+    OutputTruncated,
+    RequestRejected,
+)
+from ..llms.capabilities import RESPONSE_FORMAT_MODES, ResponseFormatMode, capabilities
 from ..template import format_template
 from .memory import as_messages
 from .prompt import Prompt
@@ -33,6 +50,8 @@ from .prompt import Prompt
 __all__ = ["StructuralOutput", "format_validation_error", "openai_response_format"]
 
 T = TypeVar("T", bound=BaseModel)
+
+log = logging.getLogger("promptimus.structural")
 
 DEFAULT_SYSTEM_PROMPT = (
     "Reply with a single JSON object that matches the requested schema. Fill every required "
@@ -50,6 +69,15 @@ DEFAULT_RETRY_TEMPLATE = (
     "Your reply does not match the required schema:\n{error_message}\n\n"
     "Reply again with only the corrected JSON object."
 )
+
+FALLBACK_SCHEMA_TEMPLATE = (
+    "Reply with a single JSON object that matches this JSON schema:\n{schema}\n\n"
+    "Write nothing outside the JSON: no comments, no code fences."
+)
+"""The system message that carries the schema when native mode fell back (not a parameter:
+it exists for servers that reject the native format)."""
+
+_NOT_ABOUT_THE_FORMAT = frozenset({401, 403, 404, 413})
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
@@ -177,8 +205,72 @@ class StructuralOutput(Module, Generic[T]):
         """What native mode sends as `response_format` (None in prompted mode)."""
         return self._response_format
 
-    def provider_kwargs(self) -> dict[str, Any]:
-        return {"response_format": self._response_format} if self._response_format else {}
+    def provider_kwargs(self, mode: ResponseFormatMode | None = None) -> dict[str, Any]:
+        """Request options for `mode` (default: the native `response_format`, none in prompted
+        mode)."""
+        if mode is None:
+            mode = "json_schema" if self.native else "prompted"
+        if mode == "json_schema" and self._response_format is not None:
+            return {"response_format": self._response_format}
+        if mode == "json_object":
+            schema = copy.deepcopy(self.output_model.model_json_schema())
+            return {"response_format": {"type": "json_object", "schema": schema}}
+        return {}
+
+    # --- degrading on servers that reject the native format ---------------------------------
+
+    def mode_for(self, llm: Any) -> ResponseFormatMode:
+        """The mode to try first with `llm`: what it accepted before, else json_schema (native)
+        or prompted."""
+        if not self.native:
+            return "prompted"
+        return capabilities(llm).response_format or "json_schema"
+
+    def schema_instructions(self, mode: ResponseFormatMode) -> Message | None:
+        """The extra system message a fallback mode sends (None when not needed: in native
+        json_schema mode, and in prompted mode the system prompt already has the schema)."""
+        if not self.native or mode == "json_schema":
+            return None
+        text = FALLBACK_SCHEMA_TEMPLATE.replace("{schema}", self.model_json_schema.value)
+        return Message(role=MessageRole.SYSTEM, content=text)
+
+    def fall_back(
+        self, mode: ResponseFormatMode, error: BaseException
+    ) -> ResponseFormatMode | None:
+        """The mode to try after the server rejected a request sent in `mode`, or None when the
+        rejection cannot be about the format (authentication, unknown model, context window) or
+        there is no weaker mode left."""
+        if not self.native or not isinstance(error, RequestRejected):
+            return None
+        if isinstance(error, ContextWindowExceeded) or error.status in _NOT_ABOUT_THE_FORMAT:
+            return None
+        position = RESPONSE_FORMAT_MODES.index(mode)
+        if position + 1 >= len(RESPONSE_FORMAT_MODES):
+            return None
+        weaker = RESPONSE_FORMAT_MODES[position + 1]
+        log.debug(
+            "the server rejected structured output as %s (%s); trying %s",
+            mode,
+            error.server_message or error,
+            weaker,
+        )
+        return weaker
+
+    def accepted(self, llm: Any, mode: ResponseFormatMode) -> None:
+        """Record that `llm` accepted a request in `mode` (logged once when it is a fallback)."""
+        if self.native and capabilities(llm).learn_response_format(mode) and mode != "json_schema":
+            how = (
+                "json_object with the schema"
+                if mode == "json_object"
+                else "prompted mode (schema in a system message, no response_format)"
+            )
+            log.warning(
+                "%r rejected response_format json_schema; StructuralOutput(%s) fell back to %s "
+                "for this provider",
+                llm,
+                self.output_model.__name__,
+                how,
+            )
 
     def system_message(self, **prompt_vars: Any) -> Message:
         """The system prompt, rendered (with the schema in prompted mode)."""
@@ -237,14 +329,26 @@ class StructuralOutput(Module, Generic[T]):
 
     async def forward(self, history: list[Message] | Message | str, **prompt_vars: Any) -> T:
         messages = as_messages(history, MessageRole.USER)
-        provider_kwargs = self.provider_kwargs()
         variables = {"schema_description": self.model_json_schema.value, **prompt_vars}
+        llm = self.predictor.llm
+        mode = self.mode_for(llm)
         raw: list[str] = []
         errors: list[str] = []
-        for _ in range(self.n_retries + 1):
-            reply = await self.predictor.forward(
-                messages, provider_kwargs=provider_kwargs, **variables
-            )
+        while len(raw) <= self.n_retries:
+            extra = self.schema_instructions(mode)
+            try:
+                reply = await self.predictor.forward(
+                    [extra, *messages] if extra is not None else messages,
+                    provider_kwargs=self.provider_kwargs(mode),
+                    **variables,
+                )
+            except RequestRejected as exc:
+                weaker = self.fall_back(mode, exc)
+                if weaker is None:
+                    raise
+                mode = weaker
+                continue
+            self.accepted(llm, mode)
             raw.append(reply.content)
             value, error = self.check(reply)
             if error is None:

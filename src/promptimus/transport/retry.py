@@ -19,17 +19,23 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from promptimus.errors import (
+    ContextWindowExceeded,
     ProviderResponseError,
     ProviderUnavailable,
+    RequestRejected,
     RetryBudgetExhausted,
+    StreamInterrupted,
 )
+from promptimus.transport.error_body import context_overflow, is_request_error_body
 
 T = TypeVar("T")
 
 log = logging.getLogger("promptimus.transport")
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
-"""Besides every 5xx: request timeout, lock conflict, rate limit (as the openai SDK does)."""
+"""Besides every 5xx: request timeout, lock conflict, rate limit (as the openai SDK does).
+A 5xx whose body is a request-validation error (some servers answer a bad request with 500) or a
+context-window error is not retried: the same request would fail the same way."""
 
 _TRANSPORT_ERROR_NAMES = frozenset(
     {"TransportError", "TimeoutException", "NetworkError", "RemoteProtocolError", "ProtocolError"}
@@ -46,6 +52,10 @@ class Failure:
     status: int | None = None
     retry_after: float | None = None
     """Seconds the server asked us to wait (``retry-after-ms`` / ``Retry-After``), if it said."""
+    server_message: str = ""
+    """What the server said (the error body's message), for errors that carry one."""
+    body: Any = None
+    """The decoded error body, for errors that carry one."""
 
 
 def parse_retry_after(headers: Any) -> float | None:
@@ -99,23 +109,32 @@ def _is_transport_error(exc: BaseException) -> bool:
 def classify(exc: BaseException) -> Failure | None:
     """Describe a provider failure, or return ``None`` if `exc` is not a transport/API failure
     (a bug, a cancellation) and must propagate untouched."""
+    if isinstance(exc, StreamInterrupted):  # ended before its first chunk: nothing delivered
+        return Failure(True, str(exc))
     status = getattr(exc, "status_code", None)
     response = getattr(exc, "response", None)
+    body = getattr(exc, "body", None)
     if isinstance(status, int) and response is not None:
         headers = getattr(response, "headers", None)
-        reason = f"HTTP {status}: {_error_message(exc)}"
+        message = _error_message(exc)
+        reason = f"HTTP {status}: {message}"
         should = headers.get("x-should-retry") if headers is not None else None
-        if should in ("true", "false"):
+        if context_overflow(body, message) is not None:
+            retryable = False
+        elif should in ("true", "false"):
             retryable = should == "true"
+        elif status >= 500 and is_request_error_body(body):
+            retryable = False
         else:
             retryable = status in RETRYABLE_STATUSES or status >= 500
-        return Failure(retryable, reason, status, parse_retry_after(headers))
+        return Failure(retryable, reason, status, parse_retry_after(headers), message, body)
     if _is_transport_error(exc):
         kind = "timeout" if "timeout" in type(exc).__name__.lower() else "connection error"
         return Failure(True, f"{kind} ({type(exc).__name__}: {exc})")
     openai = sys.modules.get("openai")
     if openai is not None and isinstance(exc, openai.OpenAIError):
-        return Failure(False, f"{type(exc).__name__}: {_error_message(exc)}")
+        message = _error_message(exc)  # e.g. an error event inside a stream (no HTTP status)
+        return Failure(False, f"{type(exc).__name__}: {message}", None, None, message, body)
     if type(exc).__name__ == "JSONDecodeError":
         return Failure(False, f"malformed response body ({exc})")
     return None
@@ -131,7 +150,8 @@ def _hint(failure: Failure) -> str:
     return "Retrying will not help: fix the request (messages, tools, options) or the model name."
 
 
-def _redact(text: str, secrets: Iterable[str]) -> str:
+def redact_secrets(text: str, secrets: Iterable[str]) -> str:
+    """``text`` with every secret (an API key) replaced by ``***``."""
     for secret in secrets:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
@@ -171,10 +191,40 @@ class RetryPolicy:
         self, exc: BaseException, failure: Failure, *, context: str, redact: Iterable[str] = ()
     ) -> Exception:
         """The promptimus error to raise for a failure that will not be retried (any more)."""
-        reason = _redact(failure.reason, redact)
+        reason = redact_secrets(failure.reason, redact)
+        if isinstance(exc, StreamInterrupted):
+            return exc
         if failure.retryable:
             return ProviderUnavailable(
                 f"{context} failed: {reason}. Check that the server is reachable and healthy."
+            )
+        said = redact_secrets(failure.server_message, redact)
+        overflow = context_overflow(failure.body, failure.server_message)
+        if overflow is not None:
+            numbers = ""
+            if overflow.prompt_tokens is not None and overflow.context_window is not None:
+                numbers = (
+                    f" ({overflow.prompt_tokens} tokens requested, the context window holds "
+                    f"{overflow.context_window})"
+                )
+            elif overflow.context_window is not None:
+                numbers = f" (the context window holds {overflow.context_window} tokens)"
+            return ContextWindowExceeded(
+                f"{context} is larger than the model's context window{numbers}; the server said: "
+                f"{said!r}. Shorten the conversation (a smaller memory_size, fewer or shorter "
+                "tool results or retrieved documents), lower max_tokens, or serve the model with "
+                "a larger context (llama.cpp: --ctx-size; vLLM: --max-model-len; Ollama: "
+                "num_ctx). Retrying the same request would fail again.",
+                status=failure.status,
+                server_message=said,
+                context_window=overflow.context_window,
+                prompt_tokens=overflow.prompt_tokens,
+            )
+        if failure.status is not None or is_request_error_body(failure.body):
+            return RequestRejected(
+                f"{context} was rejected: {reason}. {_hint(failure)}",
+                status=failure.status,
+                server_message=said,
             )
         return ProviderResponseError(f"{context} was rejected: {reason}. {_hint(failure)}")
 
@@ -197,7 +247,7 @@ class RetryPolicy:
                 if not failure.retryable:
                     raise self.translate(exc, failure, context=context, redact=redact) from exc
                 if attempt == attempts:
-                    reason = _redact(failure.reason, redact)
+                    reason = redact_secrets(failure.reason, redact)
                     raise RetryBudgetExhausted(
                         f"{context} failed after {attempts} attempt{'s' * (attempts > 1)}; "
                         f"last error: {reason}. The server is overloaded or unreachable: "
@@ -209,7 +259,7 @@ class RetryPolicy:
                     context,
                     attempt,
                     attempts,
-                    _redact(failure.reason, redact),
+                    redact_secrets(failure.reason, redact),
                     delay,
                 )
                 await asyncio.sleep(delay)
