@@ -2,6 +2,12 @@
 
     from promptimus.testing import FakeOpenAIServer, Reply, ToolCall, Fault
 
+The faults real servers produce are public so your tests can check your code against them too:
+a stream cut before its finish chunk (``Fault.cut``), an error inside a stream
+(``Fault.stream_error``), a context-window error as OpenAI, llama.cpp or vLLM send it
+(``Fault.context_overflow``, or ``FakeOpenAIServer(context_window=N)``), and a server that
+rejects ``response_format: json_schema`` (``FakeOpenAIServer(reject_response_format=...)``).
+
 Importing this package does not import ``openai`` (or any network library); the server itself
 loads on first use of `FakeOpenAIServer`.
 """
@@ -11,16 +17,26 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from promptimus._lazy import lazy_exports
-from promptimus.testing.script import Fault, RecordedRequest, Reply, Route, ToolCall
+from promptimus.testing.script import (
+    CONTEXT_DIALECTS,
+    Fault,
+    RecordedRequest,
+    Reply,
+    ResponseFormatRejection,
+    Route,
+    ToolCall,
+)
 
 if TYPE_CHECKING:
     from promptimus.testing.fake_openai import FakeOpenAIServer, SpawnedServer
 
 __all__ = [
+    "CONTEXT_DIALECTS",
     "FakeOpenAIServer",
     "Fault",
     "RecordedRequest",
     "Reply",
+    "ResponseFormatRejection",
     "Route",
     "SpawnedServer",
     "ToolCall",

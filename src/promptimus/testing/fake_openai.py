@@ -4,6 +4,14 @@
         srv.chat.script("Hello!", Reply(tool_calls=[ToolCall("add", {"a": 1})]), Fault.status(429))
         client = openai.OpenAI(base_url=srv.base_url, api_key=srv.api_key)
 
+Faults (see `Fault`) are scripted like replies: error statuses, delays, stalls, malformed bodies,
+dropped connections, streams cut before their finish chunk (``Fault.cut``), errors sent inside a
+stream (``Fault.stream_error``) and context-window errors in the OpenAI, llama.cpp or vLLM
+dialect (``Fault.context_overflow``). Two server-wide behaviours imitate real servers:
+``reject_response_format`` (e.g. ``["json_schema"]``, like llama-cpp-python's server: see
+`ResponseFormatRejection`) and ``context_window`` (reject any chat request whose prompt, at one
+token per word, plus its ``max_tokens`` exceeds it, in the ``context_dialect``'s error format).
+
 Endpoints: ``POST /v1/chat/completions`` (JSON or SSE), ``POST /v1/embeddings``, ``GET /v1/models``,
 ``POST /v1/rerank``. With nothing scripted, chat answers ``"echo: <last user message>"``, embeddings
 are hashed lexical vectors (`promptimus.embedders.hashing`) and rerank scores by word overlap.
@@ -25,7 +33,7 @@ import math
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Self
@@ -33,7 +41,13 @@ from typing import Any, Self
 from promptimus.errors import FakeServerError
 from promptimus.testing import payloads
 from promptimus.testing.http import HttpConnection, HttpRequest, HttpServer
-from promptimus.testing.script import Fault, RecordedRequest, Route
+from promptimus.testing.script import (
+    ContextDialect,
+    Fault,
+    RecordedRequest,
+    ResponseFormatRejection,
+    Route,
+)
 
 __all__ = ["FakeOpenAIServer", "SpawnedServer", "main"]
 
@@ -50,6 +64,11 @@ class FakeOpenAIServer:
     - ``require_auth``: answer 401 unless ``Authorization: Bearer <api_key>`` is sent.
     - ``record``: keep every request in ``requests`` / ``route.requests`` (off for long benchmarks,
       where the lists would only grow).
+    - ``reject_response_format``: ``response_format`` types to reject (a `ResponseFormatRejection`
+      or just the type names, answered with 400).
+    - ``context_window``: reject chat requests larger than this many tokens (one per word, plus
+      ``max_tokens``) with the context-window error of ``context_dialect`` ("openai",
+      "llama.cpp" or "vllm"). Both can also be set on a running server.
     """
 
     def __init__(
@@ -63,6 +82,9 @@ class FakeOpenAIServer:
         latency: float = 0.0,
         require_auth: bool = False,
         record: bool = True,
+        reject_response_format: ResponseFormatRejection | Iterable[str] | None = None,
+        context_window: int | None = None,
+        context_dialect: ContextDialect = "openai",
     ) -> None:
         self.host = host
         self.api_key = api_key
@@ -70,6 +92,13 @@ class FakeOpenAIServer:
         self.latency = latency
         self.require_auth = require_auth
         self.record = record
+        if reject_response_format is not None and not isinstance(
+            reject_response_format, ResponseFormatRejection
+        ):
+            reject_response_format = ResponseFormatRejection(frozenset(reject_response_format))
+        self.reject_response_format: ResponseFormatRejection | None = reject_response_format
+        self.context_window = context_window
+        self.context_dialect: ContextDialect = context_dialect
         self.chat = Route("chat")
         self.embeddings = Route("embeddings")
         self.rerank = Route("rerank")
@@ -302,6 +331,13 @@ class FakeOpenAIServer:
                 await self._stall(conn)
             elif item.kind == "malformed" and not streaming:
                 await conn.send(200, b'{"id": "broken", "object": "chat.completion", "choices": [')
+            elif item.kind == "cut" and not streaming:
+                await conn.send_partial(200, _CUT_BODY, len(_CUT_BODY) // 2)
+            elif item.kind == "stream_error" and not streaming:
+                body = item.body
+                if not (isinstance(body, dict) and ("error" in body or "object" in body)):
+                    body = {"error": body}
+                await _send_json(conn, body, item.status_code)
             else:
                 return False, item  # a streaming fault: the stream acts it out
             return True, None
@@ -312,7 +348,32 @@ class FakeOpenAIServer:
         conn.closing = True
         await conn.wait_peer_closed()
 
+    async def _refuse(self, body: dict[str, Any], conn: HttpConnection) -> bool:
+        """Answer a request the server-wide rules reject; True if it was rejected."""
+        rejection = self.reject_response_format
+        kind = rejection.rejects(body) if rejection is not None else None
+        if rejection is not None and kind is not None:
+            error = rejection.body
+            if error is None:
+                error = payloads.response_format_rejection_body(kind)
+            await _send_json(conn, error, rejection.status)
+            return True
+        window = self.context_window
+        if window is None:
+            return False
+        budget = body.get("max_completion_tokens") or body.get("max_tokens") or 0
+        needed = payloads.prompt_tokens(body) + (budget if isinstance(budget, int) else 0)
+        if needed <= window:
+            return False
+        status, error = payloads.context_overflow_body(self.context_dialect, window, needed)
+        await _send_json(conn, error, status)
+        return True
+
     async def _chat(self, body: dict[str, Any], conn: HttpConnection) -> None:
+        if await self._refuse(body, conn):
+            if self.record:
+                self.chat._record(body)
+            return
         item = await self._next(self.chat, body)
         streaming = bool(body.get("stream"))
         answered, item = await self._apply_fault(item, conn, streaming)
@@ -351,12 +412,26 @@ class FakeOpenAIServer:
         for sent, chunk in enumerate(chunks):
             if sent == limit:
                 break
+            if _is_finish(chunk) and fault is not None and fault.kind == "cut":
+                break  # a cut stream never sends its finish chunk
             await conn.send_chunk(b"data: " + json.dumps(chunk).encode() + b"\n\n")
         if fault is None:
             await conn.send_chunk(b"data: [DONE]\n\n")
             await conn.end_stream()
         elif fault.kind == "drop":
             conn.drop()
+        elif fault.kind == "cut":
+            if fault.clean:
+                conn.closing = True
+                await conn.end_stream()
+            else:
+                conn.close()
+        elif fault.kind == "stream_error":
+            event = {"error": fault.body} if fault.sse_field == "data" else fault.body
+            line = f"{fault.sse_field}: {json.dumps(event)}\n\n"
+            await conn.send_chunk(line.encode())
+            conn.closing = True
+            await conn.end_stream()
         else:  # stall: hang until the client gives up or the server stops
             conn.closing = True
             await conn.wait_peer_closed()
@@ -407,6 +482,28 @@ class SpawnedServer:
 
 class _ResponderFailed(Exception):
     pass
+
+
+_CUT_BODY = json.dumps(
+    {
+        "id": "chatcmpl-cut",
+        "object": "chat.completion",
+        "created": payloads.CREATED,
+        "model": "fake-model",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "This reply was cut off halfway."},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+).encode()
+
+
+def _is_finish(chunk: dict[str, Any]) -> bool:
+    choices = chunk.get("choices")
+    return bool(choices) and choices[0].get("finish_reason") is not None
 
 
 def _model(name: str) -> dict[str, Any]:

@@ -84,6 +84,23 @@ class HttpConnection:
         self._writer.write(b"0\r\n\r\n")
         await self._writer.drain()
 
+    async def send_partial(self, status: int, body: bytes, sent: int) -> None:
+        """Announce all of ``body`` (``Content-Length``), send its first ``sent`` bytes, then
+        close the connection: a server that died while answering."""
+        self.responded = True
+        self.closing = True
+        head = f"{_status_line(status)}content-type: application/json\r\n"
+        head += f"content-length: {len(body)}\r\n{_header_lines(None, True)}\r\n"
+        self._writer.write(head.encode() + body[:sent])
+        await self._writer.drain()
+        self.close()
+
+    def close(self) -> None:
+        """Close the connection gracefully (FIN), wherever the response is."""
+        self.responded = True
+        self.closing = True
+        self._writer.close()
+
     def drop(self) -> None:
         """Close the connection at once, without (the rest of) a response."""
         self.responded = True

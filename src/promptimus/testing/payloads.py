@@ -17,10 +17,13 @@ __all__ = [
     "BadRequest",
     "chat_chunks",
     "chat_completion",
+    "context_overflow_body",
     "echo_text",
     "embeddings_response",
     "error_body",
+    "prompt_tokens",
     "rerank_response",
+    "response_format_rejection_body",
 ]
 
 CREATED = 1_700_000_000
@@ -53,6 +56,57 @@ def error_body(status: int, message: str | None = None) -> dict[str, Any]:
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
 
 
+def context_overflow_body(dialect: str, n_ctx: int, n_prompt_tokens: int) -> tuple[int, Any]:
+    """(status, body) a server sends for a request larger than its context window, in the
+    shape of ``dialect``: "openai", "llama.cpp" or "vllm" (each paraphrased, same fields)."""
+    if dialect == "openai":
+        return 400, {
+            "error": {
+                "message": f"This model's maximum context length is {n_ctx} tokens. However, "
+                f"your messages resulted in {n_prompt_tokens} tokens. Please reduce the length "
+                "of the messages.",
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        }
+    if dialect == "llama.cpp":
+        return 400, {
+            "error": {
+                "code": 400,
+                "message": f"request ({n_prompt_tokens} tokens) exceeds the available context "
+                f"size ({n_ctx} tokens), try increasing it",
+                "type": "exceed_context_size_error",
+                "n_prompt_tokens": n_prompt_tokens,
+                "n_ctx": n_ctx,
+            }
+        }
+    if dialect == "vllm":
+        return 400, {
+            "object": "error",
+            "message": f"This model's maximum context length is {n_ctx} tokens. However, you "
+            f"requested {n_prompt_tokens} tokens ({n_prompt_tokens} in the messages, 0 in the "
+            "completion). Please reduce the length of the messages or completion.",
+            "type": "BadRequestError",
+            "param": None,
+            "code": 400,
+        }
+    raise ValueError(f"unknown context-overflow dialect {dialect!r}; use openai, llama.cpp, vllm")
+
+
+def response_format_rejection_body(kind: str) -> dict[str, Any]:
+    """The default answer to a request whose ``response_format`` type the server rejects."""
+    return {
+        "error": {
+            "message": f"fake server: response_format type {kind!r} is not supported by this "
+            "server",
+            "type": "invalid_request_error",
+            "param": "response_format",
+            "code": None,
+        }
+    }
+
+
 # --- chat -------------------------------------------------------------------------------------
 
 
@@ -81,6 +135,15 @@ def _words(text: str | None) -> int:
     return len(text.split()) if text else 0
 
 
+def prompt_tokens(body: dict[str, Any]) -> int:
+    """The fake tokenizer's count of a chat request's prompt: one token per word."""
+    return sum(
+        _words(message_text(m.get("content")))
+        for m in body.get("messages") or []
+        if isinstance(m, dict)
+    )
+
+
 def _arguments(call: ToolCall) -> str:
     args = call.arguments
     return args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
@@ -102,11 +165,7 @@ def _usage(reply: Reply, body: dict[str, Any], arguments: list[str]) -> dict[str
 
     prompt = get("prompt_tokens")
     if prompt is None:
-        prompt = sum(
-            _words(message_text(m.get("content")))
-            for m in body.get("messages") or []
-            if isinstance(m, dict)
-        )
+        prompt = prompt_tokens(body)
     reasoning = get("reasoning_tokens")
     if reasoning is None:
         reasoning = _words(reply.reasoning)

@@ -9,7 +9,16 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["Fault", "RecordedRequest", "Reply", "Route", "ToolCall"]
+__all__ = [
+    "CONTEXT_DIALECTS",
+    "ContextDialect",
+    "Fault",
+    "RecordedRequest",
+    "Reply",
+    "ResponseFormatRejection",
+    "Route",
+    "ToolCall",
+]
 
 
 @dataclass(slots=True)
@@ -43,7 +52,11 @@ class Reply:
     model: str | None = None
 
 
-FaultKind = Literal["status", "delay", "stall", "malformed", "drop"]
+FaultKind = Literal["status", "delay", "stall", "malformed", "drop", "cut", "stream_error"]
+
+ContextDialect = Literal["openai", "llama.cpp", "vllm"]
+CONTEXT_DIALECTS: tuple[ContextDialect, ...] = ("openai", "llama.cpp", "vllm")
+"""The context-window error bodies the fake server can send (see `Fault.context_overflow`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +72,26 @@ class Fault:
     - ``Fault.malformed()``: 200 with a body that is not valid JSON (a broken SSE event when
       streaming).
     - ``Fault.drop(after_chunks=0)``: close the connection without a response (or mid-stream).
+    - ``Fault.cut(after_chunks=N)``: a server that dies mid-reply. A stream sends N chunks
+      (default: every chunk before the finish chunk) and ends with neither its finish chunk nor
+      ``[DONE]``; with ``clean=True`` (default) the HTTP
+      body ends properly (the client sees a normal end of stream: what older llama.cpp builds
+      did after an error), with ``clean=False`` the connection closes in the middle of the body.
+      A plain request gets a 200 whose JSON body stops halfway before the connection closes.
+    - ``Fault.stream_error(body, after_chunks=N)``: a stream sends N chunks, then the error
+      ``body`` as an SSE event and ends without ``[DONE]``. ``sse_field="data"`` sends
+      ``data: {"error": body}`` (llama.cpp today, vLLM: the openai SDK raises it);
+      ``sse_field="error"`` sends llama.cpp's former ``error: {...}`` line, which SSE clients
+      (the openai SDK included) skip. A plain request gets ``status_code`` with the body.
+    - ``Fault.context_overflow(n_ctx=4096, n_prompt_tokens=5000, dialect="openai")``: the error
+      a server sends for a prompt larger than the context window, in the ``dialect`` of OpenAI
+      (``code: context_length_exceeded``), llama.cpp (``type: exceed_context_size_error`` with
+      ``n_ctx`` / ``n_prompt_tokens``) or vLLM ("This model's maximum context length is ...");
+      ``mid_stream=True`` sends it inside a started stream, as servers that check late do.
+
+    A server-wide behaviour (every request, not one scripted reply) is set on the server
+    instead: ``FakeOpenAIServer(reject_response_format=...)`` (see `ResponseFormatRejection`)
+    and ``FakeOpenAIServer(context_window=N)``.
     """
 
     kind: FaultKind
@@ -67,7 +100,9 @@ class Fault:
     body: Any = None
     seconds: float = 0.0
     then: Any = None
-    after_chunks: int = 0
+    after_chunks: int | None = 0
+    clean: bool = True
+    sse_field: str = "data"
 
     @classmethod
     def status(cls, code: int, retry_after: float | None = None, body: Any = None) -> Fault:
@@ -88,6 +123,71 @@ class Fault:
     @classmethod
     def drop(cls, after_chunks: int = 0) -> Fault:
         return cls("drop", after_chunks=after_chunks)
+
+    @classmethod
+    def cut(cls, after_chunks: int | None = None, *, clean: bool = True) -> Fault:
+        return cls("cut", after_chunks=after_chunks, clean=clean)
+
+    @classmethod
+    def stream_error(
+        cls,
+        body: Any = None,
+        after_chunks: int = 0,
+        *,
+        sse_field: Literal["data", "error"] = "data",
+        status_code: int = 500,
+    ) -> Fault:
+        if body is None:
+            body = {"message": "fake server: error while generating", "type": "server_error"}
+        return cls(
+            "stream_error",
+            status_code=status_code,
+            body=body,
+            after_chunks=after_chunks,
+            sse_field=sse_field,
+        )
+
+    @classmethod
+    def context_overflow(
+        cls,
+        n_ctx: int = 4096,
+        n_prompt_tokens: int = 5000,
+        dialect: ContextDialect = "openai",
+        *,
+        mid_stream: bool = False,
+    ) -> Fault:
+        from promptimus.testing.payloads import context_overflow_body
+
+        status, body = context_overflow_body(dialect, n_ctx, n_prompt_tokens)
+        if mid_stream:
+            inner = body.get("error", body)
+            return cls.stream_error(inner, status_code=status)
+        return cls.status(status, body=body)
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseFormatRejection:
+    """Make the fake server reject every chat request whose ``response_format`` type is in
+    ``types``, as servers without structured outputs do, before consuming any scripted reply:
+
+        FakeOpenAIServer(reject_response_format=ResponseFormatRejection({"json_schema"}))
+        FakeOpenAIServer(reject_response_format=["json_schema", "json_object"])  # same, 400
+
+    ``status`` and ``body`` set the answer (default: 400 with an ``invalid_request_error``
+    naming the format); e.g. ``status=500`` with a ``{"detail": [...]}`` body imitates a
+    server that reports request validation errors as server errors. The rejected request is
+    still recorded in ``server.requests`` and ``server.chat.requests``.
+    """
+
+    types: frozenset[str] | set[str] | tuple[str, ...] = frozenset({"json_schema"})
+    status: int = 400
+    body: Any = None
+
+    def rejects(self, body: dict[str, Any]) -> str | None:
+        """The rejected ``response_format`` type of a request body, or None if accepted."""
+        fmt = body.get("response_format")
+        kind = fmt.get("type") if isinstance(fmt, dict) else None
+        return kind if isinstance(kind, str) and kind in self.types else None
 
 
 @dataclass(slots=True)
