@@ -12,6 +12,7 @@ from promptimus._lazy import lazy_exports
 if TYPE_CHECKING:
     from promptimus.llms.accumulator import MessageAccumulator, aaccumulate, accumulate
     from promptimus.llms.base import LLMProtocol
+    from promptimus.llms.capabilities import ProviderCapabilities, capabilities
     from promptimus.llms.dummy import DummyLLM, DummyLLm
     from promptimus.llms.ollama import OllamaLLM, OllamaProvider
     from promptimus.llms.openai import OpenAILike
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
 
 _EXPORTS = {
     "LLMProtocol": "base",
+    "ProviderCapabilities": "capabilities",
+    "capabilities": "capabilities",
     "MessageAccumulator": "accumulator",
     "accumulate": "accumulator",
     "aaccumulate": "accumulator",
@@ -40,9 +43,11 @@ __all__ = [
     "OllamaLLM",
     "OllamaProvider",
     "OpenAILike",
+    "ProviderCapabilities",
     "ScriptedLLM",
     "aaccumulate",
     "accumulate",
+    "capabilities",
     "resolve",
 ]
 
