@@ -375,3 +375,56 @@ async def test_agent_structured_output_degrades_too() -> None:
         assert events[-1].output == City(name="Oslo", population=709000)
         assert _formats(srv) == ["json_schema", "json_object", None]
         assert len(events[-1].record.steps) == 1  # rejected requests are not steps
+
+
+# --- reading error bodies -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "message", "expected"),
+    [
+        ({"code": "context_length_exceeded", "message": "too long"}, "", (None, None)),
+        (
+            {"type": "exceed_context_size_error", "n_ctx": 2048, "n_prompt_tokens": 3000},
+            "",
+            (2048, 3000),
+        ),
+        (
+            None,
+            "This model's maximum context length is 8192 tokens. However, you requested "
+            "9000 tokens (8000 in the messages, 1000 in the completion).",
+            (8192, 9000),
+        ),
+        ("the input length exceeds the context length", "", (None, None)),
+    ],
+)
+def test_context_overflow_is_recognized_in_every_dialect(
+    body: Any, message: str, expected: tuple[int | None, int | None]
+) -> None:
+    from promptimus.transport.error_body import context_overflow
+
+    found = context_overflow(body, message)
+    assert found is not None
+    assert (found.context_window, found.prompt_tokens) == expected
+
+
+@pytest.mark.parametrize(
+    "message",
+    ["Rate limit reached for requests", "model 'x' not found", "server overloaded", ""],
+)
+def test_other_errors_are_not_taken_for_context_overflow(message: str) -> None:
+    from promptimus.transport.error_body import context_overflow
+
+    assert context_overflow({"message": message, "type": "server_error"}, message) is None
+
+
+def test_request_error_bodies() -> None:
+    from promptimus.transport.error_body import is_request_error_body
+
+    assert is_request_error_body(VALIDATION_BODY)
+    assert is_request_error_body({"error": {"type": "invalid_request_error", "message": "m"}})
+    assert is_request_error_body({"object": "error", "type": "BadRequestError", "code": 400})
+    assert not is_request_error_body({"error": {"type": "server_error", "message": "boom"}})
+    assert not is_request_error_body({"error": {"code": 429, "message": "slow down"}})
+    assert not is_request_error_body("<html>502 Bad Gateway</html>")
+    assert not is_request_error_body(None)
