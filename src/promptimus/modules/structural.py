@@ -264,10 +264,12 @@ class StructuralOutput(Module, Generic[T]):
                 if mode == "json_object"
                 else "prompted mode (schema in a system message, no response_format)"
             )
+            rejected = "json_schema" if mode == "json_object" else "json_schema and json_object"
             log.warning(
-                "%r rejected response_format json_schema; StructuralOutput(%s) fell back to %s "
-                "for this provider",
+                "%r rejected response_format %s; StructuralOutput(%s) fell back to %s for this "
+                "provider",
                 llm,
+                rejected,
                 self.output_model.__name__,
                 how,
             )
