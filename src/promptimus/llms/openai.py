@@ -122,11 +122,13 @@ class OpenAILike(OpenAIEndpoint):
         return message
 
     async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
-        """Stream the reply. A failure before the first chunk is retried (a stream that ends
-        before its first chunk too); after it, it is raised (as ``ProviderUnavailable`` /
-        ``ProviderResponseError``) since output was delivered. A stream that ends without a
-        ``finish_reason`` was cut off (the server died or closed the connection): it raises
-        ``StreamInterrupted`` after the last chunk, never passes for a complete reply."""
+        """Stream the reply. A failure before the first chunk is retried; after it, it is raised
+        (as ``ProviderUnavailable`` / ``ProviderResponseError``) since output was delivered. A
+        stream that ends without a ``finish_reason`` was cut off (the server died, closed the
+        connection, or sent its error in a form the SDK skips): it raises ``StreamInterrupted``
+        after the last chunk and never passes for a complete reply. One that ends cleanly before
+        its first chunk is not retried either: a server that answers a request with an empty
+        stream (older llama.cpp on a context overflow) would answer it the same way again."""
         params = self._params(history, kwargs)
         params["stream"] = True
         if params.get("stream_options", ...) is None:

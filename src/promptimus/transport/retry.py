@@ -24,7 +24,6 @@ from promptimus.errors import (
     ProviderUnavailable,
     RequestRejected,
     RetryBudgetExhausted,
-    StreamInterrupted,
 )
 from promptimus.transport.error_body import context_overflow, is_request_error_body
 
@@ -109,8 +108,6 @@ def _is_transport_error(exc: BaseException) -> bool:
 def classify(exc: BaseException) -> Failure | None:
     """Describe a provider failure, or return ``None`` if `exc` is not a transport/API failure
     (a bug, a cancellation) and must propagate untouched."""
-    if isinstance(exc, StreamInterrupted):  # ended before its first chunk: nothing delivered
-        return Failure(True, str(exc))
     status = getattr(exc, "status_code", None)
     response = getattr(exc, "response", None)
     body = getattr(exc, "body", None)
@@ -192,8 +189,6 @@ class RetryPolicy:
     ) -> Exception:
         """The promptimus error to raise for a failure that will not be retried (any more)."""
         reason = redact_secrets(failure.reason, redact)
-        if isinstance(exc, StreamInterrupted):
-            return exc
         if failure.retryable:
             return ProviderUnavailable(
                 f"{context} failed: {reason}. Check that the server is reachable and healthy."
