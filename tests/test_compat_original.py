@@ -212,6 +212,16 @@ def test_every_public_name_of_the_original_imports(module_name: str) -> None:
             "DEFAULT_SYSTEM_PROMPT",
             "promptimus.modules.rag.DEFAULT_RAG_SYSTEM_PROMPT",
         ),
+        (
+            "promptimus.modules.structural",
+            "DEFAULT_SYSTEM_PROMPT_NO_SCHEMA",
+            "promptimus.modules.structural.DEFAULT_SYSTEM_PROMPT",
+        ),
+        (
+            "promptimus.modules.structural",
+            "DEFAULT_RETRY_MESSAGE",
+            "promptimus.modules.structural.DEFAULT_RETRY_TEMPLATE",
+        ),
     ],
 )
 def test_old_names_warn_once_with_the_new_one(module_name: str, old: str, new: str) -> None:

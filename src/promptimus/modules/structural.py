@@ -33,6 +33,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from .._lazy import deprecated_exports
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..errors import (
@@ -368,3 +369,13 @@ class StructuralOutput(Module, Generic[T]):
     def extra_repr(self) -> str:
         mode = "native" if self.native else "prompted"
         return f"{self.output_model.__name__}, n_retries={self.n_retries}, {mode}"
+
+
+# The original promptimus's names for the native-mode prompt and the retry template.
+__getattr__ = deprecated_exports(
+    __name__,
+    {
+        "DEFAULT_SYSTEM_PROMPT_NO_SCHEMA": "promptimus.modules.structural.DEFAULT_SYSTEM_PROMPT",
+        "DEFAULT_RETRY_MESSAGE": "promptimus.modules.structural.DEFAULT_RETRY_TEMPLATE",
+    },
+)
