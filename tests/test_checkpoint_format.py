@@ -78,6 +78,8 @@ def small_tree() -> Box:
 
 
 SMALL_TREE_TEXT = '''\
+# promptimus checkpoint format=2
+
 prompt = """
 Hi
 "quoted"
@@ -173,7 +175,8 @@ def test_reference_lookalike_is_escaped_and_read_back_literally() -> None:
 
 
 def test_empty_tree_is_empty_text() -> None:
-    assert Box().describe() == ""
+    assert Box().describe() == "# promptimus checkpoint format=2\n"
+    assert module_dict_to_toml_str({"params": {}, "submodules": {}}) == ""
     assert module_dict_from_toml_str("") == {"params": {}, "submodules": {}}
 
 
@@ -197,7 +200,7 @@ def test_number_subclasses_are_written_as_plain_numbers() -> None:
     root.i = Parameter(OddInt(3))
     root.mixed = Parameter([OddFloat(-0.0), OddInt(-7)])
     text = root.describe()
-    assert text == "f = 0.5\n\ni = 3\n\nmixed = [-0.0, -7]\n"
+    assert text == "# promptimus checkpoint format=2\n\nf = 0.5\n\ni = 3\n\nmixed = [-0.0, -7]\n"
     plain = Box()
     plain.f, plain.i, plain.mixed = Parameter(0.5), Parameter(3), Parameter([-0.0, -7])
     assert root.digest() == plain.digest()

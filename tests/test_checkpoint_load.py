@@ -386,7 +386,8 @@ def test_references_are_inlined_on_save(tmp_path: Path) -> None:
     root.save(tmp_path / "out.toml")
     text = (tmp_path / "out.toml").read_text(encoding="utf-8")
     assert "${" not in text
-    assert text == '[lead]\nprompt = """\nInline me.\n"""\n\nrole = """\nsystem\n"""\n'
+    body = '[lead]\nprompt = """\nInline me.\n"""\n\nrole = """\nsystem\n"""\n'
+    assert text == f"# promptimus checkpoint format=2\n\n{body}"
 
 
 def test_reference_lookalike_in_a_text_file_stays_literal(tmp_path: Path) -> None:

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-HEAVY = ["openai", "chromadb", "httpx", "numpy", "opentelemetry"]
+HEAVY = ["openai", "chromadb", "httpx", "numpy", "opentelemetry", "tomlkit"]
 
 
 def imported_after(code: str) -> list[str]:

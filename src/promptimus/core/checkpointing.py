@@ -5,16 +5,29 @@ Module dicts keep the original promptimus shape: `{"params": {name: value}, "sub
 registration order — strings as multi-line basic strings that open and close on their own lines,
 everything else as native TOML — then one `[dotted.path]` table per submodule.
 
-Exactness: a string is written as triple quote, newline, text, newline, triple quote. On reading,
-the newline before the closing delimiter belongs to the layout and is dropped (TOML already drops
-the one after the opening delimiter). Every string therefore round-trips exactly — leading and
-trailing newlines, quotes, backslashes, control characters — and files written by the original
-promptimus (which stored `text.strip("\n")` this way) read back as it read them.
+Two reading rules, told apart by a mark, never by guessing from the values:
+
+- Format 2 (ours): the file's header (the comment lines before the first key or table) holds the
+  line `# promptimus checkpoint format=2`. A string is written as triple quote, newline, text,
+  newline, triple quote; on reading, the newline before the closing delimiter belongs to the
+  layout and is dropped (TOML already drops the one after the opening delimiter). Every string
+  therefore round-trips exactly — leading and trailing newlines, quotes, backslashes, control
+  characters.
+- Unmarked files are read as promptimus 0.1 read them: newlines at both ends of every string
+  parameter are layout and are stripped. (0.1 with tomlkit 0.15 writes a blank line after the
+  opening quotes; this rule reads such files as 0.1 does.) Strings inside lists are read as is.
+
+`save()`/`describe()` always mark. `module_dict_to_toml_str` marks only when a string parameter
+starts or ends with a newline, the one case the two rules read differently; otherwise its text is
+the unmarked layout 0.1 wrote, and either way `module_dict_from_toml_str` reads it back exactly.
+0.1 reads our files too: it ignores the mark (a comment) and strips edge newlines, so it loses
+only those, which its format cannot hold.
 
 A string parameter whose whole value is `${file:relative/path}` or `${pkg:package.module.file.ext}`
-is a reference: a `.toml` target becomes the submodule at that place, any other file becomes the
-string value (minus one final newline). A literal value of that shape is written with one extra
-leading `$` and read back without it.
+is a reference: a `.toml` target becomes the submodule at that place (read with the rule its own
+mark selects, as 0.1 read every referenced file with its own rule), any other file becomes the
+string value (minus one final newline, in both formats: 0.1 had no text references). A literal
+value of that shape is written with one extra leading `$` and read back without it.
 """
 
 from __future__ import annotations
@@ -135,14 +148,54 @@ def _module_dict_parts(
     return params, submodules
 
 
-def module_dict_to_toml_str(data: Mapping[str, Any]) -> str:
-    """Render a module dict (`{"params": ..., "submodules": ...}`) as checkpoint TOML."""
+FORMAT_MARK = "# promptimus checkpoint format=2"
+_HEADER = re.compile(r"(?:[ \t\r]*(?:#[^\n]*)?\n)*")
+_MARK = re.compile(r"^[ \t]*#[ \t]*promptimus checkpoint format=(\S*)[ \t\r]*$", re.MULTILINE)
+
+
+def is_exact_format(text: str, source: str = "checkpoint") -> bool:
+    """True for a file marked format 2 (exact strings), False for an unmarked (0.1) file.
+
+    Raises `CheckpointSyntaxError` for a format number this version does not know.
+    """
+    header = _HEADER.match(text)
+    assert header is not None  # the pattern matches the empty string
+    mark = _MARK.search(text, 0, header.end())
+    if mark is None:
+        return False
+    if mark.group(1) != "2":
+        raise CheckpointSyntaxError(
+            f"{source} is marked 'promptimus checkpoint format={mark.group(1)}', which this "
+            "version of promptimus cannot read (it reads format 2 and unmarked promptimus 0.1 "
+            "files). Upgrade promptimus to read it."
+        )
+    return True
+
+
+def _edge_newline(value: str) -> bool:
+    return value.startswith("\n") or value.endswith("\n")
+
+
+def render_module_dict(
+    data: Mapping[str, Any], path: Iterable[str] = (), where: str = ""
+) -> tuple[str, bool]:
+    """The unmarked checkpoint text of a module dict whose tables sit under `path`, and whether
+    a string parameter in it starts or ends with a newline (so only the marked rule reads it).
+    Errors name keys as if the dict sat at `where` (default: `path`)."""
     lines: list[str] = []
+    edge = False
+
+    prefix = list(path)
+    shown = where.split(".") if where else prefix
 
     def emit(module: Mapping[str, Any], path: list[str]) -> None:
-        params, submodules = _module_dict_parts(module, ".".join(path) or "root")
+        nonlocal edge
+        named = shown + path[len(prefix) :]
+        params, submodules = _module_dict_parts(module, ".".join(named) or "root")
         for name, value in params.items():
-            check_value(value, f"Checkpoint key {'.'.join([*path, name])!r}")
+            check_value(value, f"Checkpoint key {'.'.join([*named, name])!r}")
+            if isinstance(value, str) and not edge:
+                edge = _edge_newline(value)
             lines.append(f"{_key(name)} = {_top_value(value)}")
             lines.append("")
         for name, sub in submodules.items():
@@ -151,12 +204,33 @@ def module_dict_to_toml_str(data: Mapping[str, Any]) -> str:
             lines.append("[" + ".".join(_key(part) for part in sub_path) + "]")
             emit(sub, sub_path)
 
-    emit(data, [])
+    emit(data, prefix)
     while lines and not lines[-1]:
         lines.pop()
     while lines and not lines[0]:
         lines.pop(0)
-    return "\n".join(lines) + "\n" if lines else ""
+    return ("\n".join(lines) + "\n" if lines else ""), edge
+
+
+def marked(body: str) -> str:
+    """`body` (checkpoint text without a mark) preceded by the format mark."""
+    return f"{FORMAT_MARK}\n\n{body}" if body else f"{FORMAT_MARK}\n"
+
+
+def module_dict_to_toml_str(data: Mapping[str, Any]) -> str:
+    """Render a module dict (`{"params": ..., "submodules": ...}`) as checkpoint TOML.
+
+    The text carries the format mark only when a string parameter starts or ends with a newline;
+    otherwise it is exactly what promptimus 0.1 wrote. `module_dict_from_toml_str` reads it back
+    exactly either way.
+    """
+    body, edge = render_module_dict(data)
+    return marked(body) if edge else body
+
+
+def checkpoint_text(data: Mapping[str, Any]) -> str:
+    """The text `save()` writes to a new file: always marked, so hand edits stay exact too."""
+    return marked(render_module_dict(data)[0])
 
 
 # --------------------------------------------------------------------------------------- reading
@@ -177,6 +251,7 @@ class _RefContext:
     roots: tuple[Path, ...]
     stack: tuple[str, ...]
     source: str
+    exact: bool = True  # format 2: drop one layout newline; else strip newlines as 0.1 did
 
 
 def _read_file_reference(target: str, key: str, ctx: _RefContext) -> tuple[str, str, _RefContext]:
@@ -247,7 +322,7 @@ def _drop_layout_newline(text: str) -> str:
 
 
 def _resolve_string(value: str, key: str, ctx: _RefContext) -> Any:
-    value = _drop_layout_newline(value)
+    value = _drop_layout_newline(value) if ctx.exact else value.strip("\n")
     if not _REFERENCE_SHAPE.fullmatch(value):
         return value
     if value.startswith("$$"):
@@ -263,6 +338,7 @@ def _resolve_string(value: str, key: str, ctx: _RefContext) -> Any:
     if not identity.endswith(".toml"):
         return _drop_layout_newline(text)
     nested.stack = (*ctx.stack, identity)
+    nested.exact = is_exact_format(text, identity)
     return _resolve_table(_parse_toml(text, identity), key, nested)
 
 
@@ -300,7 +376,7 @@ def module_dict_from_toml_str(
     leave it unless a folder in `allow_paths` contains the target.
     """
     base = Path(base_path) if base_path is not None else Path.cwd()
-    ctx = _RefContext(base, _roots(base, allow_paths), (), source)
+    ctx = _RefContext(base, _roots(base, allow_paths), (), source, is_exact_format(text, source))
     return _resolve_table(_parse_toml(text, source), "", ctx)
 
 
@@ -314,7 +390,10 @@ def read_checkpoint(
     except OSError as exc:
         raise CheckpointError(f"Cannot read checkpoint {path}: {exc.strerror or exc}.") from None
     base = path.resolve().parent
-    ctx = _RefContext(base, _roots(base, allow_paths), (str(path.resolve()),), str(path))
+    stack = (str(path.resolve()),)
+    ctx = _RefContext(
+        base, _roots(base, allow_paths), stack, str(path), is_exact_format(text, str(path))
+    )
     return _resolve_table(_parse_toml(text, str(path)), "", ctx)
 
 

@@ -28,7 +28,7 @@ from ..errors import (
     SyncCallInLoop,
     VectorStoreNotSet,
 )
-from . import checkpointing
+from . import checkpoint_saving, checkpointing
 from .hooks import RemovableHandle, active_interceptors, maybe_await
 from .parameters import UNSET, Parameter, copy_value, owner_path
 
@@ -481,12 +481,18 @@ class Module(ABC):
         return self
 
     def describe(self) -> str:
-        """The module's checkpoint as TOML text: what `save()` would write."""
-        return checkpointing.module_dict_to_toml_str(self.serialize())
+        """The module's checkpoint as TOML text: what `save()` writes to a new file."""
+        return checkpointing.checkpoint_text(self.serialize())
 
-    def save(self, path: str | os.PathLike[str]) -> Self:
-        """Write the checkpoint atomically: on any failure the previous file stays intact."""
-        checkpointing.atomic_write_text(Path(path), self.describe())
+    def save(self, path: str | os.PathLike[str], *, keep_comments: bool = True) -> Self:
+        """Write the checkpoint atomically: on any failure the previous file stays intact.
+
+        Over an existing checkpoint, values are updated in place: the file's comments, blank
+        lines and key order stay, new parameters are added, removed ones dropped. An existing
+        file that is not TOML raises `CheckpointSyntaxError` and stays as it is; pass
+        `keep_comments=False` to replace any existing file with a fresh checkpoint.
+        """
+        checkpoint_saving.save_checkpoint(Path(path), self.serialize(), keep_comments)
         return self
 
     def load(
