@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from promptimus import Module, ModuleDict, Parameter
+from promptimus import Module, ModuleDict, Parameter, module_dict_from_toml_str
 from promptimus.errors import CheckpointSyntaxError, InvalidParameterValue
 
 FORMAT_MARK = "# promptimus checkpoint format=2"  # the on-disk mark: part of the file format
@@ -394,3 +394,16 @@ def test_a_file_of_an_unknown_format_is_not_overwritten(tmp_path: Path) -> None:
     with pytest.raises(CheckpointSyntaxError, match=r"format=3.*keep_comments=False"):
         agent().save(path)
     assert path.read_text(encoding="utf-8") == content
+
+
+def test_an_unchanged_0_1_file_only_gains_the_mark(tmp_path: Path) -> None:
+    # 0.1 (before tomlkit 0.15) wrote no blank line after the opening quotes: every value reads
+    # the same under both rules, so the file is kept byte for byte under the mark
+    path = tmp_path / "library.toml"
+    shutil.copy(ORIGINAL / "library.toml", path)
+    before = path.read_text(encoding="utf-8")
+    data = module_dict_from_toml_str(before)
+    tree = blank_tree(data).load(path)
+    tree.save(path)
+    assert path.read_text(encoding="utf-8") == f"{FORMAT_MARK}\n{before}"
+    assert blank_tree(data).load(path).state_dict() == tree.state_dict()

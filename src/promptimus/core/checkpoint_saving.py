@@ -13,11 +13,14 @@ loader's own reader and the marked (exact) rule, because the result always carri
 References: `${file:}`/`${pkg:}` stay when they still resolve (inside the checkpoint's folder) to
 exactly the value being saved; otherwise the value is written inline, as promptimus 0.1 did.
 
-A file that is exactly what the writer made (never hand-edited) has nothing to keep: it is
-rewritten by the writer, at new-file speed. An existing file that is not TOML (a merge conflict,
-a half-finished edit, not UTF-8) or is marked with an unknown format is the user's work, not ours
-to overwrite: `save()` raises `CheckpointSyntaxError`, leaves it as it is, and names the way out
-(fix or delete it, or `save(path, keep_comments=False)` to replace it).
+Two shortcuts skip tomlkit: a file whose values all read back exactly as the module's (same keys,
+no references) is kept byte for byte (the mark added if missing), and a file that is exactly what
+the writer made (never hand-edited) has nothing to keep: the writer rewrites it.
+
+An existing file that is not TOML (a merge conflict, a half-finished edit, not UTF-8) or is
+marked with an unknown format is the user's work, not ours to overwrite: `save()` raises
+`CheckpointSyntaxError`, leaves it as it is, and names the way out (fix or delete it, or
+`save(path, keep_comments=False)` to replace it).
 """
 
 from __future__ import annotations
@@ -254,11 +257,10 @@ def _plain_module_dict(table: Mapping[str, Any]) -> dict[str, Any] | None:
     return {"params": params, "submodules": submodules}
 
 
-def _is_writer_text(text: str, stored: Mapping[str, Any]) -> bool:
+def _is_writer_text(text: str, plain: Mapping[str, Any]) -> bool:
     """Is `text` exactly what the writer makes of its own content (no hand edits)?"""
-    data = _plain_module_dict(stored)
     try:
-        return data is not None and checkpoint_text(data) == text
+        return checkpoint_text(plain) == text
     except PromptimusError:
         return False
 
@@ -281,7 +283,12 @@ def update_checkpoint_text(old_text: str, data: Mapping[str, Any], path: Path) -
         stored = tomllib.loads(old_text)
     except ValueError as exc:
         raise _not_toml(source, str(exc)) from None
-    if not old_text.strip() or (was_marked and _is_writer_text(old_text, stored)):
+    if not old_text.strip():
+        return checkpoint_text(data)
+    plain = _plain_module_dict(stored)
+    if plain is not None and _same_module(plain, data):  # every value already reads back exactly
+        return old_text if was_marked else f"{FORMAT_MARK}\n{old_text}"
+    if was_marked and plain is not None and _is_writer_text(old_text, plain):
         return checkpoint_text(data)  # nothing of the user's to keep: the fast writer will do
     try:
         doc = tomlkit.parse(old_text)
