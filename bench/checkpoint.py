@@ -9,11 +9,12 @@ median of `--repeats` runs, each with its ratio to the baseline measured in the 
   write (`atomic_write_text(path, render_module_dict(data)[0])`), to a new file;
 - save, new file: `Module.save()` to a path that does not exist (target: ratio <= 1.05),
   interleaved with the baseline;
-- save over an unedited file: the file is exactly what the writer made (no hand edits), so it is
-  rewritten by the fast writer after one stdlib parse to check that;
+- save over an unedited file (all values changed): the file is exactly what the writer made (no
+  hand edits), so the fast writer rewrites it after one stdlib parse and a render to check that;
 - in place, unchanged / 1% changed / all changed: `Module.save()` over the file the tree saved
-  before, with a comment line above every table (tomlkit parses and re-renders the whole file,
-  so this path costs more: it is the price of keeping the user's comments);
+  before, with a comment line above every table. Unchanged values are noticed after one stdlib
+  parse and the file is kept as it is; otherwise tomlkit parses and re-renders the whole file,
+  which costs more: it is the price of keeping the user's comments;
 - tomlkit.parse of the hand-edited file alone: the floor of the in-place path;
 - load: `Module.load()` of the same file, for scale.
 """
@@ -101,8 +102,14 @@ def bench(size: int, repeats: int, folder: Path) -> None:
         )
     results["baseline (writer + atomic write)"] = statistics.median(baseline_times)
     results["save, new file"] = statistics.median(new_times)
+    changed = tree(size, version=1)
+
+    def unedited_file() -> None:
+        new_path.unlink(missing_ok=True)
+        root.save(new_path)
+
     results["save over an unedited file"] = median_time(
-        lambda: root.save(new_path), lambda: None, repeats
+        lambda: changed.save(new_path), unedited_file, repeats
     )
     unchanged = tree(size)
     results["in place, unchanged"] = median_time(
