@@ -80,7 +80,10 @@ scalars = st.one_of(
     st.booleans(),
 )
 values = st.recursive(scalars, lambda children: st.lists(children, max_size=4), max_leaves=12)
-names = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True)
+# not a name the Module class already uses (llm, path, forward, ...): those cannot be parameters
+names = st.from_regex(r"[a-z][a-z0-9_]{0,8}", fullmatch=True).filter(
+    lambda name: not hasattr(Box, name)
+)
 module_keys = st.text(min_size=1, max_size=8).filter(lambda k: "." not in k)
 param_sets = st.dictionaries(names, values, max_size=5)
 

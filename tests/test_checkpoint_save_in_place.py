@@ -276,7 +276,10 @@ scalars = st.one_of(
     st.booleans(),
 )
 values = st.recursive(scalars, lambda c: st.lists(c, max_size=3), max_leaves=6)
-names = st.from_regex(r"[a-z][a-z0-9_]{0,5}", fullmatch=True)
+# not a name the Module class already uses (llm, path, forward, ...): those cannot be parameters
+names = st.from_regex(r"[a-z][a-z0-9_]{0,5}", fullmatch=True).filter(
+    lambda name: not hasattr(Box, name)
+)
 params = st.dictionaries(names, values, max_size=5)
 # None deletes the parameter, anything else sets it (a new one if the name is new)
 changes = st.dictionaries(names, st.one_of(st.none(), values), max_size=5)
