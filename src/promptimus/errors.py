@@ -5,6 +5,8 @@ Messages say what went wrong *and* what to do about it.
 
 from __future__ import annotations
 
+import json
+
 from ._lazy import deprecated_exports
 
 
@@ -267,6 +269,15 @@ class InvalidEmbedding(VectorStoreError, ValueError):
 class ReactParseError(PromptimusError):
     """A ReACT reply could not be parsed. The message is written for the model: a ReACT agent
     sends it back as an observation so the model can correct its format."""
+
+
+# --- hardening (added by the harden-agents helper) ---------------------------------------------
+
+
+class ModelJSONTooComplex(PromptimusError, json.JSONDecodeError):
+    """JSON a model wrote is nested deeper, or holds a longer integer, than promptimus decodes
+    (see `promptimus.model_json`). It is a `json.JSONDecodeError`, so code that sends malformed
+    JSON back to the model handles it the same way; the message is written for the model."""
 
 
 # --- names of the original promptimus 0.1 ------------------------------------------------------

@@ -9,8 +9,9 @@ answer, forgiving the ways real models bend the format:
 - the whole reply wrapped in a code fence.
 
 Whichever of `Action:` and `Answer:` comes first decides what the reply is. A reply that cannot
-be understood raises `ReactParseError` whose message is written for the model, so the agent can
-send it back and let the model correct itself.
+be understood — including JSON nested too deeply or with an absurdly long number (see
+`promptimus.model_json`) — raises `ReactParseError` whose message is written for the model, so
+the agent can send it back and let the model correct itself.
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ReactParseError
+from ..errors import ModelJSONTooComplex, ReactParseError
+from ..model_json import decode_json_prefix
 
 __all__ = ["ReactAction", "ReactAnswer", "parse_react"]
 
@@ -35,7 +37,6 @@ _FORMAT_HINT = (
     'Action Input: <the arguments as one JSON object, e.g. {"city": "Paris"}, or {} for none>\n'
     "or, when you can answer:\nThought: <your reasoning>\nAnswer: <your answer>"
 )
-_decoder = json.JSONDecoder()
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,7 +94,12 @@ def _clean_name(raw: str) -> str:
 def _decode_object(text: str, start: int) -> tuple[dict[str, Any], int]:
     """Decode the JSON object starting at `text[start]` ("{"); return it and where it ends."""
     try:
-        value, end = _decoder.raw_decode(text, start)
+        value, end = decode_json_prefix(text, start)
+    except ModelJSONTooComplex as exc:
+        raise ReactParseError(
+            f"The Action Input cannot be used: {exc.msg}. Send simpler arguments as one JSON "
+            "object."
+        ) from None
     except json.JSONDecodeError as exc:
         raise ReactParseError(
             f"The Action Input is not valid JSON ({exc.msg} at character {exc.pos - start}). "

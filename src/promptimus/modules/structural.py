@@ -40,10 +40,12 @@ from ..errors import (
     ContextWindowExceeded,
     FailedToParseOutput,
     InvalidArgument,
+    ModelJSONTooComplex,
     OutputTruncated,
     RequestRejected,
 )
 from ..llms.capabilities import RESPONSE_FORMAT_MODES, ResponseFormatMode, capabilities
+from ..model_json import decode_json, decode_json_prefix
 from ..template import format_template
 from .memory import as_messages
 from .prompt import Prompt
@@ -82,7 +84,6 @@ _NOT_ABOUT_THE_FORMAT = frozenset({401, 403, 404, 413})
 
 _FENCE = re.compile(r"```[a-zA-Z0-9_-]*[ \t]*\n?(.*?)```", re.DOTALL)
 _NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
-_decoder = json.JSONDecoder()
 
 
 _SUBSCHEMA_LISTS = ("anyOf", "oneOf", "allOf", "prefixItems")
@@ -144,15 +145,20 @@ def format_validation_error(exc: ValidationError) -> str:
 
 
 def _embedded_json(text: str) -> Any:
-    """The first JSON value found in a fenced block, else the first decodable `{...}` / `[...]`."""
+    """The first JSON value found in a fenced block, else the first decodable `{...}` / `[...]`.
+    JSON past the decoding limits (`promptimus.model_json`) ends the search with its reason."""
     for match in _FENCE.finditer(text):
         try:
-            return json.loads(match.group(1))
+            return decode_json(match.group(1))
+        except ModelJSONTooComplex as exc:
+            raise ValueError(f"The reply cannot be used: {exc.msg}.") from None
         except json.JSONDecodeError:
             continue
     for opening in re.finditer(r"[{\[]", text):
         try:
-            value, _ = _decoder.raw_decode(text, opening.start())
+            value, _ = decode_json_prefix(text, opening.start())
+        except ModelJSONTooComplex as exc:
+            raise ValueError(f"The reply cannot be used: {exc.msg}.") from None
         except json.JSONDecodeError:
             continue
         return value

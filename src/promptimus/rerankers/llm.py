@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -10,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 from promptimus.core import Module, Parameter
 from promptimus.dto import Message, MessageRole
 from promptimus.errors import FailedToParseOutput, InvalidArgument
+from promptimus.model_json import decode_json
 from promptimus.modules.prompt import Prompt
 from promptimus.template import format_template
 
@@ -74,8 +74,8 @@ def _json_candidates(text: str) -> list[Any]:
             start, end = block.find(opener), block.rfind(closer)
             if start != -1 and end > start:
                 try:
-                    found.append(json.loads(block[start : end + 1]))
-                except ValueError:
+                    found.append(decode_json(block[start : end + 1]))
+                except ValueError:  # malformed, or past the limits of promptimus.model_json
                     continue
     return found
 
