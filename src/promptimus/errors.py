@@ -280,6 +280,16 @@ class ModelJSONTooComplex(PromptimusError, json.JSONDecodeError):
     JSON back to the model handles it the same way; the message is written for the model."""
 
 
+class ToolTimeout(ToolError):
+    """A tool did not return within its timeout. The agent sends the message back to the model
+    as the tool's result; a sync tool's thread may still be running (Python cannot stop it)."""
+
+
+class AgentNestingTooDeep(PromptimusError):
+    """Agent runs nested inside each other (an agent whose tool runs an agent, ...) deeper than
+    the allowed depth, usually a tool that calls its own agent."""
+
+
 # --- names of the original promptimus 0.1 ------------------------------------------------------
 # `except OldName:` keeps catching what promptimus raises today; each use warns once with the new
 # name. `InvalidToolName` kept its name and is defined above.

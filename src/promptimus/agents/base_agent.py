@@ -29,7 +29,7 @@ from ..errors import InvalidArgument, MaxIterExceeded, RequestRejected, ToolErro
 from ..llms.accumulator import MessageAccumulator
 from ..modules.memory import Memory, MemoryModule, as_messages
 from ..tools.run_context import HandoffView, RunContext
-from ..tools.tool import Tool, toolset
+from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, check_timeout, toolset
 from .dynamic_prompt import DynamicPrompt
 from .events import (
     AgentEvent,
@@ -41,6 +41,7 @@ from .events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
+from .nesting import DEFAULT_MAX_NESTING, check_max_nesting, nested_run
 from .run_record import (
     RunRecord,
     StepRecord,
@@ -122,6 +123,11 @@ class BaseAgent(Module, Generic[OutputT]):
 
     Submodules: `tools` (a `ModuleDict` of `Tool`s, descriptions checkpointed) and `predictor`
     (a `MemoryModule` whose `prompt` is a `Prompt`, or a `DynamicPrompt` for callable prompts).
+
+    `tool_timeout` (seconds, None for no limit) bounds each tool call whose tool sets no
+    `timeout` of its own; a call past it goes back to the model as an error (see
+    `promptimus.tools.tool`). `max_nesting` bounds how deeply agent runs may nest inside each
+    other, this one included (see `promptimus.agents.nesting`).
     """
 
     def __init__(
@@ -132,11 +138,15 @@ class BaseAgent(Module, Generic[OutputT]):
         memory_size: int,
         shared_memory: Memory | None,
         dynamic_suffix: str | None = None,
+        tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+        max_nesting: int = DEFAULT_MAX_NESTING,
     ) -> None:
         super().__init__()
         if max_steps < 1:
             raise InvalidArgument(f"max_steps must be >= 1, got {max_steps}.")
         self.max_steps = max_steps
+        self.tool_timeout = check_timeout(tool_timeout, "tool_timeout")
+        self.max_nesting = check_max_nesting(max_nesting)
         self.tools = ModuleDict(toolset(tools))
         if callable(prompt):
             self.predictor = MemoryModule(memory_size, shared_memory)
@@ -209,7 +219,7 @@ class BaseAgent(Module, Generic[OutputT]):
         events as they happen.
         """
         record = RunRecord()
-        with recording(record):
+        with nested_run(self._where(), self.max_nesting), recording(record):
             events = self._events(request, deps, prompt_vars, record, stream=False)
             async with contextlib.aclosing(events):
                 async for _ in events:
@@ -247,7 +257,7 @@ class BaseAgent(Module, Generic[OutputT]):
         async def body(
             agent: BaseAgent[OutputT], request: Any, deps: Any = None, **prompt_vars: Any
         ) -> Any:
-            with recording(record):
+            with nested_run(agent._where(), agent.max_nesting), recording(record):
                 events = agent._events(request, deps, prompt_vars, record, stream=True)
                 async with contextlib.aclosing(events):
                     async for event in events:
@@ -407,7 +417,9 @@ class BaseAgent(Module, Generic[OutputT]):
             arguments = call.parsed if call.parsed is not None else call.arguments
             with capture_records() as children:
                 try:
-                    entry.result = await tool.call(arguments, ctx.for_tool_call(call.id))
+                    entry.result = await tool.call(
+                        arguments, ctx.for_tool_call(call.id), default_timeout=self.tool_timeout
+                    )
                 except ToolError as exc:
                     entry.error = str(exc)
             entry.children = children

@@ -31,8 +31,9 @@ from ..dto import Message, MessageRole
 from ..errors import FailedToParseOutput, RequestRejected
 from ..modules.memory import Memory
 from ..modules.structural import StructuralOutput
-from ..tools.tool import Tool
+from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool
 from .base_agent import Act, BaseAgent, Decision, Final, Retry, RunState, ToolInvocation
+from .nesting import DEFAULT_MAX_NESTING
 from .run_record import ToolCallRecord
 
 __all__ = ["OpenaiToolCallingAgent"]
@@ -59,6 +60,9 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         memory_size: int = 50,
         structural_output: type[BaseModel] | StructuralOutput[Any] | None = None,
         shared_memory: Memory | None = None,
+        *,
+        tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+        max_nesting: int = DEFAULT_MAX_NESTING,
     ) -> None:
         super().__init__(
             tools,
@@ -66,6 +70,8 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
             max_steps=max_steps,
             memory_size=memory_size,
             shared_memory=shared_memory,
+            tool_timeout=tool_timeout,
+            max_nesting=max_nesting,
         )
         if structural_output is not None and not isinstance(structural_output, StructuralOutput):
             structural_output = StructuralOutput(structural_output)

@@ -18,8 +18,9 @@ from ..errors import InvalidArgument, ReactParseError
 from ..modules.memory import Memory
 from ..template import template_fields
 from ..tools.run_context import HandoffView
-from ..tools.tool import Tool, handoff_messages
+from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, handoff_messages
 from .base_agent import Act, BaseAgent, Decision, Final, Retry, RunState, ToolInvocation
+from .nesting import DEFAULT_MAX_NESTING
 from .react_parser import ReactAction, ReactAnswer, parse_react
 from .run_record import ToolCallRecord
 
@@ -73,6 +74,9 @@ class ToolCallingAgent(BaseAgent[Message]):
         prompt: str | Callable[..., Any] | None = None,
         observation_role: MessageRole | str = MessageRole.USER,
         shared_memory: Memory | None = None,
+        *,
+        tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
+        max_nesting: int = DEFAULT_MAX_NESTING,
     ) -> None:
         if prompt is None:
             prompt = DEFAULT_PROMPT
@@ -85,6 +89,8 @@ class ToolCallingAgent(BaseAgent[Message]):
             memory_size=memory_size,
             shared_memory=shared_memory,
             dynamic_suffix=REACT_PROTOCOL,
+            tool_timeout=tool_timeout,
+            max_nesting=max_nesting,
         )
         self.observation_role = _observation_role(observation_role)
 

@@ -26,8 +26,7 @@ class DummyLLm:
 
     async def achat(self, history: list[Message], **kwargs: Any) -> Message:
         self.calls.append((list(history), dict(kwargs)))
-        if self.delay:
-            await asyncio.sleep(self.delay)
+        await asyncio.sleep(self.delay)  # even 0 yields, so a loop of calls can be cancelled
         return Message(role=MessageRole.ASSISTANT, content=self.message, finish_reason="stop")
 
     async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:

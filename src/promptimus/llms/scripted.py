@@ -160,6 +160,9 @@ class ScriptedLLM:
     # --- answering ---------------------------------------------------------------------------
 
     async def _reply(self, history: list[Message], kwargs: dict[str, Any]) -> Message:
+        # Suspend once per call, as a real provider's network I/O would: otherwise a runaway loop
+        # of scripted calls never gives the event loop a turn, and no timeout or cancel can stop it.
+        await asyncio.sleep(0)
         self.requests.append(([m.model_copy() for m in history], dict(kwargs)))
         if self._fn is not None:
             reply: Reply = self._fn

@@ -6,6 +6,10 @@ The model sends `{"calls": [{"name": "write", "args": {...}}, {"name": "read", "
 The calls run in order; a call that fails (unknown name, bad arguments, an exception) is recorded
 as an error and the rest still run. The model reads back
 `{"results": [{"name": "write", "result": "OK"}, {"name": "read", "error": "..."}]}`.
+
+Timeouts: the composite's `timeout` (else the agent's `tool_timeout`) bounds the whole batch;
+a sub-tool's own `timeout` bounds its call, and a sub-call that times out is recorded as an
+error like any other failed call.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 from ..core import Module, ModuleDict, Parameter
 from ..errors import ToolArgumentsError, ToolError, ToolExecutionError
 from .run_context import RunContext
-from .tool import Tool, check_tool_name, tool_result_to_jsonable, toolset
+from .tool import Tool, check_timeout, check_tool_name, tool_result_to_jsonable, toolset
 from .tool_schema import ArgSpec, FunctionSchema
 
 __all__ = ["CompositeTool", "SubCall"]
@@ -95,9 +99,16 @@ class CompositeTool(Tool):
     stopping the others. The sub-tools are submodules (`tools.<name>`), so their descriptions
     are checkpointed with the composite."""
 
-    def __init__(self, name: str, description: str, tools: Sequence[Tool]) -> None:
+    def __init__(
+        self,
+        name: str,
+        description: str,
+        tools: Sequence[Tool],
+        timeout: float | None = None,
+    ) -> None:
         Module.__init__(self)
         check_tool_name(name)
+        self.timeout = check_timeout(timeout, "CompositeTool timeout")
         by_name = toolset(tools)
         if not by_name:
             raise ToolError(f"CompositeTool {name!r} needs at least one sub-tool.")
@@ -178,7 +189,10 @@ class CompositeTool(Tool):
         return {"results": results}
 
     async def _run(
-        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None
+        self,
+        arguments: str | dict[str, Any] | None,
+        ctx: RunContext[Any] | None,
+        default_timeout: float | None = None,
     ) -> Any:
         values = self._schema.validate(arguments, self._name)
-        return await self.forward(values.get("calls", []), ctx)
+        return await self._bounded(self.forward(values.get("calls", []), ctx), default_timeout)

@@ -19,6 +19,15 @@
 A tool is a `Module`: its `description` is a tunable, checkpointed `Parameter`, and a module
 wrapped with `Tool.from_module` is registered under it (`module`), so its prompts are saved with
 the tool. The schema is built once per tool (see `tool_schema.py`).
+
+Timeouts: a call the model makes (`Tool.call`, an agent's tool call, a composite's sub-call)
+that does not return within the tool's `timeout` — else the caller's default, an agent's
+`tool_timeout` (`DEFAULT_TOOL_TIMEOUT`, 300 s) — raises `ToolTimeout`, which an agent sends back
+to the model as the tool's result. An async tool is cancelled. A sync tool runs on its own daemon
+thread (see `daemon_thread.py`); Python cannot stop a thread, so a sync tool that times out keeps
+running in the background until it returns, and its result is dropped — it never keeps the run,
+`asyncio.run()` or the interpreter from finishing. A direct `await tool.forward(...)` is not
+bounded: it is the caller's to wrap in `asyncio.timeout`.
 """
 
 from __future__ import annotations
@@ -27,9 +36,10 @@ import asyncio
 import functools
 import inspect
 import json
+import math
 import re
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol, overload, runtime_checkable
 
@@ -41,6 +51,7 @@ from ..dto import Message, MessageRole
 from ..errors import (
     DuplicateToolName,
     FailedToParseOutput,
+    InvalidArgument,
     InvalidToolName,
     MaxIterExceeded,
     OutputTruncated,
@@ -48,7 +59,9 @@ from ..errors import (
     ToolArgumentsError,
     ToolError,
     ToolExecutionError,
+    ToolTimeout,
 )
+from .daemon_thread import run_in_daemon_thread
 from .run_context import RunContext
 from .tool_schema import (
     FunctionSchema,
@@ -58,6 +71,7 @@ from .tool_schema import (
 )
 
 __all__ = [
+    "DEFAULT_TOOL_TIMEOUT",
     "SupportsHandoff",
     "Tool",
     "check_tool_name",
@@ -69,6 +83,9 @@ __all__ = [
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
+DEFAULT_TOOL_TIMEOUT = 300.0
+"""Seconds an agent waits for a tool call when neither the tool nor the agent sets a timeout."""
+
 # Errors a model can react to become ToolExecutionError; every other PromptimusError (no LLM set,
 # provider down, bad template, exhausted test script) is the user's to fix and propagates as is.
 _MODEL_FIXABLE: tuple[type[PromptimusError], ...] = (
@@ -77,6 +94,26 @@ _MODEL_FIXABLE: tuple[type[PromptimusError], ...] = (
     FailedToParseOutput,
     OutputTruncated,
 )
+
+
+def check_timeout(value: Any, what: str) -> float | None:
+    """`value` if it is None or a positive number of seconds, else `InvalidArgument`."""
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or math.isnan(value)
+        or value <= 0
+    ):
+        raise InvalidArgument(
+            f"{what} must be a positive number of seconds or None, got {value!r}."
+        )
+    return float(value)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:g} s"
 
 
 def check_tool_name(name: Any) -> str:
@@ -204,8 +241,10 @@ class _ModuleInput:
 class Tool(Module):
     """A callable the model can use: a name, a tunable `description` and a JSON schema.
 
-    `fn` may be sync (run in a worker thread) or async. A parameter annotated with `RunContext`
+    `fn` may be sync (run on a daemon thread) or async. A parameter annotated with `RunContext`
     is injected by the agent and not shown to the model. See `Tool.from_module` for sub-agents.
+    `timeout` (seconds) bounds each call the model makes; None leaves it to the caller (an
+    agent's `tool_timeout`). See the module docstring for what a timeout does to a sync tool.
     """
 
     _schema: FunctionSchema
@@ -218,8 +257,10 @@ class Tool(Module):
         module: Module | None = None,
         handoff_history: bool = False,
         handoff_include_tool_loop: bool = False,
+        timeout: float | None = None,
     ) -> None:
         super().__init__()
+        self.timeout = check_timeout(timeout, "Tool timeout")
         if isinstance(fn, Module):
             module, fn = fn, fn.forward
         if not callable(fn):
@@ -308,7 +349,13 @@ class Tool(Module):
     @overload
     @classmethod
     def decorate(
-        cls, fn: None = None, /, *, name: str | None = None, description: str | None = None
+        cls,
+        fn: None = None,
+        /,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        timeout: float | None = None,
     ) -> Callable[[Callable[..., Any]], Tool]: ...
 
     @classmethod
@@ -319,11 +366,12 @@ class Tool(Module):
         *,
         name: str | None = None,
         description: str | None = None,
+        timeout: float | None = None,
     ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-        """`@Tool.decorate` or `@Tool.decorate(name=..., description=...)`."""
+        """`@Tool.decorate` or `@Tool.decorate(name=..., description=..., timeout=...)`."""
         if fn is None:
-            return lambda f: cls(f, name=name, description=description)
-        return cls(fn, name=name, description=description)
+            return lambda f: cls(f, name=name, description=description, timeout=timeout)
+        return cls(fn, name=name, description=description, timeout=timeout)
 
     @classmethod
     def from_module(
@@ -333,6 +381,7 @@ class Tool(Module):
         description: str | None = None,
         handoff_history: bool = False,
         handoff_include_tool_loop: bool = False,
+        timeout: float | None = None,
     ) -> Tool:
         """Use a module (typically an agent) as a tool.
 
@@ -354,6 +403,7 @@ class Tool(Module):
             module=module,
             handoff_history=handoff_history,
             handoff_include_tool_loop=handoff_include_tool_loop,
+            timeout=timeout,
         )
 
     # ------------------------------------------------------------------ what the agent reads
@@ -425,22 +475,27 @@ class Tool(Module):
                 return await self._fn(*args, **kwargs)
         if self._async:
             return await self._fn(*args, **kwargs)
-        result = await asyncio.to_thread(self._fn, *args, **kwargs)
+        result = await run_in_daemon_thread(self._fn, *args, **kwargs)
         if inspect.isawaitable(result):
             result = await result
         return result
 
     async def call(
-        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None = None
+        self,
+        arguments: str | dict[str, Any] | None,
+        ctx: RunContext[Any] | None = None,
+        *,
+        default_timeout: float | None = None,
     ) -> str:
         """Run the tool as the model asked: validate `arguments` (JSON text or dict), inject the
         context, run, and return the result as text.
 
-        Raises `ToolArgumentsError` (bad JSON / invalid or missing arguments) and
-        `ToolExecutionError` (the function raised; the exception is the `__cause__`), both with
-        messages meant for the model.
+        `default_timeout` (seconds) applies when the tool has no `timeout` of its own (an agent
+        passes its `tool_timeout`). Raises `ToolArgumentsError` (bad JSON / invalid or missing
+        arguments), `ToolExecutionError` (the function raised; the exception is the
+        `__cause__`) and its subclass `ToolTimeout`, all with messages meant for the model.
         """
-        return tool_result_to_text(await self._run(arguments, ctx))
+        return tool_result_to_text(await self._run(arguments, ctx, default_timeout))
 
     def _prepare(
         self,
@@ -462,9 +517,32 @@ class Tool(Module):
         return self._schema.split(values)
 
     async def _run(
-        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None
+        self,
+        arguments: str | dict[str, Any] | None,
+        ctx: RunContext[Any] | None,
+        default_timeout: float | None = None,
     ) -> Any:
         args, kwargs = self._prepare(arguments, ctx)
+        return await self._bounded(self._execute(args, kwargs), default_timeout)
+
+    async def _bounded(self, work: Coroutine[Any, Any, Any], default: float | None) -> Any:
+        """Await `work` within this tool's timeout (else `default`); `ToolTimeout` past it."""
+        limit = self.timeout if self.timeout is not None else default
+        if limit is None:
+            return await work
+        scope = asyncio.timeout(limit)
+        try:
+            async with scope:
+                return await work
+        except TimeoutError:
+            if not scope.expired():  # not ours (cannot happen: _execute converts errors)
+                raise
+            raise ToolTimeout(
+                f"Tool {self._name!r} did not return within {_seconds(limit)} and was abandoned. "
+                "Try again with a smaller request, or do without this tool."
+            ) from None
+
+    async def _execute(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
         try:
             return await self.forward(*args, **kwargs)
         except _MODEL_FIXABLE as exc:
