@@ -280,7 +280,7 @@ class ModelJSONTooComplex(PromptimusError, json.JSONDecodeError):
     JSON back to the model handles it the same way; the message is written for the model."""
 
 
-class ToolTimeout(ToolError):
+class ToolTimeout(ToolExecutionError):
     """A tool did not return within its timeout. The agent sends the message back to the model
     as the tool's result; a sync tool's thread may still be running (Python cannot stop it)."""
 
