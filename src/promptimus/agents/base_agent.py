@@ -439,4 +439,5 @@ class BaseAgent(Module, Generic[OutputT]):
         return entry.result or ""
 
     def extra_repr(self) -> str:
-        return f"max_steps={self.max_steps}"
+        timeout = "none" if self.tool_timeout is None else f"{self.tool_timeout:g}"
+        return f"max_steps={self.max_steps}, tool_timeout={timeout}, max_nesting={self.max_nesting}"

@@ -445,7 +445,8 @@ class Tool(Module):
         return f"{head}\n  Arguments (JSON schema): {schema}"
 
     def extra_repr(self) -> str:
-        return f"name={self._name!r}"
+        timeout = f", timeout={self.timeout:g}" if self.timeout is not None else ""
+        return f"name={self._name!r}{timeout}"
 
     # ------------------------------------------------------------------ calling
 
