@@ -57,10 +57,10 @@ async def test_both_sources_reach_the_fused_results() -> None:
     hybrid = {r.idx for r in await retrieval.forward("potassium")}
     assert text_only in hybrid
 
-    retrieval.n_text.value = 0  # semantic only: the text-only document cannot appear
+    retrieval.n_text = 0  # semantic only: the text-only document cannot appear
     assert text_only not in {r.idx for r in await retrieval.forward("potassium")}
 
-    retrieval.n_text.value, retrieval.n_semantic.value = 5, 0  # text only
+    retrieval.n_text, retrieval.n_semantic = 5, 0  # text only
     text_results = await retrieval.forward("potassium")
     assert {r.content for r in text_results} == {FACTS[2], "Potassium keeps bananas famous."}
 

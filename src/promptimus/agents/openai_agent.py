@@ -49,7 +49,8 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
     assistant `Message`, or the validated model instance with `structural_output`.
 
     Checkpointed parameters: `predictor.prompt.prompt` (the system prompt), each tool's
-    `tools.<name>.description`, and `structural_output.*` when set.
+    `tools.<name>.description`, and `structural_output.*` when `structural_output` is a
+    `StructuralOutput` (a model class alone adds no keys, as in the original).
     """
 
     def __init__(
@@ -73,11 +74,19 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
             tool_timeout=tool_timeout,
             max_nesting=max_nesting,
         )
+        # A model class (the original's form) keeps its StructuralOutput private, so the tree has
+        # the original's checkpoint keys; a StructuralOutput instance is registered (and tuned).
         if structural_output is not None and not isinstance(structural_output, StructuralOutput):
-            structural_output = StructuralOutput(structural_output)
-        self._output: StructuralOutput[Any] | None = structural_output
-        if structural_output is not None:
-            self.structural_output = structural_output
+            self._output: StructuralOutput[Any] | None = StructuralOutput(structural_output)
+        else:
+            self._output = structural_output
+            if structural_output is not None:
+                self.structural_output = structural_output
+
+    @property
+    def structural_output_model(self) -> type[BaseModel] | None:
+        """The pydantic model of the final answer, or None (the original's attribute)."""
+        return None if self._output is None else self._output.output_model
 
     def _provider_kwargs(self, state: RunState | None = None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}

@@ -8,7 +8,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..core import Module, Parameter
+from ..core import Module
 from ..errors import InvalidArgument, ProviderResponseError, RerankerNotSet
 from ..rerankers.rrf import RRFReranker
 
@@ -39,12 +39,14 @@ class RetrievalModule(Module):
       and write the same ids to both stores, so one document is one result. Without ``ids``, the
       id is a hash of the text (`document_id`): re-inserting a text never duplicates it.
     - **Retrieving** (`forward`): up to ``n_semantic`` hits by embedding and ``n_text`` by text,
-      merged by id with reciprocal rank fusion (``fusion``, an `RRFReranker`), then reranked by the
+      merged by id with reciprocal rank fusion (an `RRFReranker` with ``fusion_k``), then reranked by the
       reranker if one is set (constructor or `with_reranker` on any ancestor), and cut to
       ``n_after_rerank``. A reranker with a ``fuse`` method (another `RRFReranker`) replaces the
       fusion step instead. Scores are the last stage's: store scores for a single source without
       reranker, RRF scores after fusion, the reranker's scores after reranking.
-    - ``n_semantic``, ``n_text`` and ``n_after_rerank`` are Parameters; 0 switches a source off.
+    - ``n_semantic``, ``n_text`` and ``n_after_rerank`` are plain ints (0 switches a source off),
+      not Parameters: the module adds no checkpoint keys, exactly as the original's, so a tree
+      holding one saves and loads the same files as the original promptimus.
     """
 
     def __init__(
@@ -66,10 +68,10 @@ class RetrievalModule(Module):
             ("n_after_rerank", n_after_rerank),
         ):
             _check_count(name, value)
-        self.n_semantic = Parameter(n_semantic)
-        self.n_text = Parameter(n_text)
-        self.n_after_rerank = Parameter(n_after_rerank)
-        self.fusion = RRFReranker(fusion_k)
+        self.n_semantic = n_semantic
+        self.n_text = n_text
+        self.n_after_rerank = n_after_rerank
+        self._fusion = RRFReranker(fusion_k)
         if vector_store is not None:
             self.with_vector_store(vector_store)
         if embedder is not None:
@@ -208,9 +210,9 @@ class RetrievalModule(Module):
             return None
 
     async def forward(self, query: str, where: Where | None = None) -> list[SearchHit]:
-        n_semantic = _check_count("n_semantic", self.n_semantic.value)
-        n_text = _check_count("n_text", self.n_text.value)
-        n_out = _check_count("n_after_rerank", self.n_after_rerank.value)
+        n_semantic = _check_count("n_semantic", self.n_semantic)
+        n_text = _check_count("n_text", self.n_text)
+        n_out = _check_count("n_after_rerank", self.n_after_rerank)
         text_store = self.text_store if n_text else None
 
         searches = []
@@ -230,7 +232,7 @@ class RetrievalModule(Module):
         reranker = self._reranker_or_none()
         if reranker is not None and hasattr(reranker, "fuse"):
             return reranker.fuse(rankings, top_n=n_out)  # type: ignore[no-any-return]
-        candidates = rankings[0] if len(rankings) == 1 else self.fusion.fuse(rankings)
+        candidates = rankings[0] if len(rankings) == 1 else self._fusion.fuse(rankings)
         if reranker is None or not candidates:
             return candidates[:n_out]
         return await reranker.rerank(query, candidates, top_n=n_out)  # type: ignore[no-any-return]

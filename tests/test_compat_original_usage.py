@@ -1,0 +1,176 @@
+"""Code written for the original promptimus 0.1 (its README, SKILL.md and tutorials), run on this
+package: the same module tree has the same checkpoint keys, and the original's constructor
+arguments, calling conventions and exceptions keep working (issue 8).
+
+`fixtures/original/assistant_0_1_26.toml` was written by promptimus 0.1.26 itself (`save()` of the
+tree `assistant()` builds below, with a few values tuned after construction)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel, Field
+
+import promptimus as pm
+from promptimus.llms import ScriptedLLM
+from promptimus.modules.memory import Memory
+from promptimus.vector_stores import InMemoryVectorStore
+
+FIXTURES = Path(__file__).parent / "fixtures" / "original"
+
+
+class Answer(BaseModel):
+    reasoning: str
+    value: float = Field(description="The result.")
+
+
+def power(a: float, b: float) -> float:
+    """Calculates `a` to the power of `b`"""
+    return a**b
+
+
+def factorial(a: int) -> int:
+    """Calculates the factorial of `a`"""
+    return math.factorial(a)
+
+
+class Researcher(pm.Module):
+    """Answers research questions from the conversation."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.memory = pm.modules.MemoryModule(memory_size=20, system_prompt="You research.")
+
+    async def forward(
+        self, history: list[pm.Message] | pm.Message | str, **kwargs: object
+    ) -> pm.Message:
+        return await self.memory.forward(history, **kwargs)
+
+
+class Assistant(pm.Module):
+    """Every prebuilt module of the original, built with the original's arguments."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        shared = Memory(30)
+        self.style = pm.Parameter("Answer briefly.")
+        self.top_k = pm.Parameter(3)
+        self.threshold = pm.Parameter(0.5)
+        self.router = pm.modules.StructuralOutput(Answer, retry_message_role=pm.MessageRole.USER)
+        self.planner = pm.modules.StructuralOutput(Answer, native=False)
+        self.chat = pm.modules.MemoryModule(
+            memory_size=5, system_prompt="You are a helpful assistant.", shared_memory=shared
+        )
+        self.greeter = pm.Prompt("Greet {name}.", role=pm.MessageRole.USER)
+        self.react = pm.modules.ToolCallingAgent(
+            [power, pm.modules.Tool.decorate(factorial)],
+            observation_role=pm.MessageRole.USER,
+            shared_memory=shared,
+        )
+        research = pm.modules.Tool.from_module(
+            Researcher(),
+            name="research",
+            description="Delegate research.",
+            handoff_history=True,
+        )
+        self.native = pm.modules.OpenaiToolCallingAgent(
+            "Use tools.", [power, factorial, research], structural_output=Answer
+        )
+        store = InMemoryVectorStore()
+        self.retrieval = pm.modules.RetrievalModule(vector_store=store, text_store=store)
+        self.rag = pm.modules.RAGModule(vector_store=store)
+
+    async def forward(self) -> None:
+        return None
+
+
+ORIGINAL_KEYS = {
+    "style",
+    "top_k",
+    "threshold",
+    "router.model_json_schema",
+    "router.retry_template",
+    "router.predictor.prompt",
+    "router.predictor.role",
+    "planner.model_json_schema",
+    "planner.retry_template",
+    "planner.predictor.prompt",
+    "planner.predictor.role",
+    "chat.prompt.prompt",
+    "chat.prompt.role",
+    "greeter.prompt",
+    "greeter.role",
+    "react.tools.power.description",
+    "react.tools.factorial.description",
+    "react.predictor.prompt.prompt",
+    "react.predictor.prompt.role",
+    "native.tools.power.description",
+    "native.tools.factorial.description",
+    "native.tools.research.description",
+    "native.tools.research.module.memory.prompt.prompt",
+    "native.tools.research.module.memory.prompt.role",
+    "native.predictor.prompt.prompt",
+    "native.predictor.prompt.role",
+    "rag.query_template",
+    "rag.memory_module.prompt.prompt",
+    "rag.memory_module.prompt.role",
+}
+
+
+# ------------------------------------------------------------------- checkpoint keys
+
+
+def test_the_same_tree_has_the_originals_checkpoint_keys() -> None:
+    assert set(Assistant().state_dict()) == ORIGINAL_KEYS
+
+
+def test_a_checkpoint_written_by_the_original_loads_strictly() -> None:
+    root = Assistant().load(FIXTURES / "assistant_0_1_26.toml")  # strict by default
+    # (the newline the original's tomlkit adds after the opening quotes is issue 8's 2b)
+    assert root.style.value.strip("\n") == "Answer in one sentence."
+    assert (root.top_k.value, root.threshold.value) == (5, 0.25)
+    assert root.chat.prompt.prompt.value.strip("\n") == "You are a tuned assistant.\nBe kind."
+    assert root.rag.query_template.value.strip("\n") == "Context:\n{context}\n\nQ: {query}"
+    assert root.router.retry_template.value.strip("\n") == "Wrong: {error_message}"
+    research = root.native.tools["research"].description.value
+    assert research.strip("\n") == "Hand the conversation to the researcher."
+
+
+async def test_the_originals_react_prompt_runs_after_loading() -> None:
+    root = Assistant().load(FIXTURES / "assistant_0_1_26.toml")
+    if root.react.predictor.prompt.role.value != "system":
+        pytest.skip("needs the 0.1 newline rule of issue 8 2b to read this tomlkit-0.15 file")
+    llm = ScriptedLLM(
+        [
+            'Thought: use power\nAction: power\nAction Input: {"a": 2, "b": 3}',
+            "Thought: done\nAnswer: 8",
+        ]
+    )
+    reply = await root.react.with_llm(llm).forward("What is 2 to the power of 3?")
+    assert reply.content == "8"
+    system = llm.requests[0][0][0].content
+    assert "Names: ['power', 'factorial']" in system or "Names: power, factorial" in system
+    assert "Observation: 8.0" in llm.requests[1][0][-1].content
+
+
+async def test_structural_output_from_a_model_class_adds_no_keys_but_still_validates() -> None:
+    agent = pm.modules.OpenaiToolCallingAgent("p", [], structural_output=Answer)
+    assert set(agent.state_dict()) == {"predictor.prompt.prompt", "predictor.prompt.role"}
+    assert agent.structural_output_model is Answer
+    llm = ScriptedLLM(['{"reasoning": "r"}', '{"reasoning": "r", "value": 3}'])
+    assert await agent.with_llm(llm).forward("x") == Answer(reasoning="r", value=3)
+    assert llm.requests[0][1]["response_format"]["type"] == "json_schema"
+    # a StructuralOutput instance is a tunable submodule, as before
+    tuned = pm.modules.OpenaiToolCallingAgent(
+        "p", [], structural_output=pm.modules.StructuralOutput(Answer)
+    )
+    assert "structural_output.retry_template" in tuned.state_dict()
+    assert tuned.structural_output_model is Answer
+
+
+def test_retrieval_counts_are_plain_ints_as_in_the_original() -> None:
+    retrieval = pm.modules.RetrievalModule(n_semantic=4, n_text=2, n_after_rerank=3)
+    assert (retrieval.n_semantic, retrieval.n_text, retrieval.n_after_rerank) == (4, 2, 3)
+    assert retrieval.state_dict() == {}
