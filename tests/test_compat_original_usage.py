@@ -14,8 +14,10 @@ import pytest
 from pydantic import BaseModel, Field
 
 import promptimus as pm
+from promptimus.errors import InvalidArgument, ProviderUnavailable
 from promptimus.llms import ScriptedLLM
 from promptimus.modules.memory import Memory
+from promptimus.testing import Fault, FakeOpenAIServer
 from promptimus.vector_stores import InMemoryVectorStore
 
 FIXTURES = Path(__file__).parent / "fixtures" / "original"
@@ -174,3 +176,44 @@ def test_retrieval_counts_are_plain_ints_as_in_the_original() -> None:
     retrieval = pm.modules.RetrievalModule(n_semantic=4, n_text=2, n_after_rerank=3)
     assert (retrieval.n_semantic, retrieval.n_text, retrieval.n_after_rerank) == (4, 2, 3)
     assert retrieval.state_dict() == {}
+
+
+# ------------------------------------------------------------------- providers
+
+
+async def test_openai_like_takes_the_originals_retry_and_call_arguments(
+    fake_openai_env: FakeOpenAIServer,
+) -> None:
+    srv = fake_openai_env
+    srv.chat.script(Fault.status(500), Fault.status(500), "too late")
+    with pytest.warns(DeprecationWarning, match=r"n_retries=N.*max_retries=1"):
+        llm = pm.llms.OpenAILike(
+            model_name="m",
+            call_kwargs={"temperature": 0},
+            max_concurrency=10,
+            n_retries=2,  # 0.1 counted attempts: two requests in all
+            base_wait=0.0,
+        )
+    with pytest.raises(ProviderUnavailable):
+        await llm.achat([pm.Message(role=pm.MessageRole.USER, content="hi")])
+    assert len(srv.chat.requests) == 2
+    assert srv.chat.requests[0]["temperature"] == 0
+    assert llm.retry.base_delay == 0.0
+
+
+async def test_the_embedder_takes_the_originals_embed_kwargs(
+    fake_openai_env: FakeOpenAIServer,
+) -> None:
+    with pytest.warns(DeprecationWarning, match="embed_kwargs=.*call_kwargs="):
+        embedder = pm.embedders.OpenAILikeEmbedder(
+            model_name="e", embed_kwargs={"dimensions": 8}, n_retries=5, base_wait=3.0
+        )
+    vectors = await embedder.aembed_batch(["Hello world", "How are you?"])
+    assert len(vectors) == 2
+    assert fake_openai_env.embeddings.requests[0]["dimensions"] == 8
+    assert embedder.retry.max_retries == 4
+
+
+def test_a_bad_original_retry_count_is_refused() -> None:
+    with pytest.raises(InvalidArgument, match="n_retries"):
+        pm.llms.OpenAILike(model_name="m", api_key="k", n_retries=0)

@@ -34,6 +34,7 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
     """
 
     _request_kind = "embedding"
+    _original_call_kwargs = "embed_kwargs"
 
     def __init__(
         self,

@@ -1,0 +1,51 @@
+"""The retry and request arguments promptimus 0.1 gave its OpenAI clients, read as today's.
+
+0.1 wrote ``OpenAILike(model, n_retries=5, base_wait=3.0)`` and
+``OpenAILikeEmbedder(model, embed_kwargs={...})``; without this they would reach
+``AsyncOpenAI(...)`` as unknown client options and fail on the first request.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any
+
+from promptimus.errors import InvalidArgument
+
+__all__ = ["OriginalKwargs"]
+
+
+@dataclass(slots=True)
+class OriginalKwargs:
+    max_retries: int | None = None  # 0.1's n_retries counted attempts, ours counts repeats
+    base_delay: float | None = None
+    call_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def take(
+        cls, owner: str, client_kwargs: dict[str, Any], call_kwargs_alias: str | None
+    ) -> OriginalKwargs:
+        """Remove 0.1's names from ``client_kwargs`` (warning once each) and return them."""
+        found = cls()
+        if "n_retries" in client_kwargs:
+            attempts = client_kwargs.pop("n_retries")
+            if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+                raise InvalidArgument(f"{owner}: n_retries must be an int >= 1, got {attempts!r}.")
+            found.max_retries = attempts - 1
+            _warn(owner, "n_retries=N", f"max_retries={attempts - 1} (retries after the first try)")
+        if "base_wait" in client_kwargs:
+            found.base_delay = float(client_kwargs.pop("base_wait"))
+            _warn(owner, "base_wait=", "retry=RetryPolicy(base_delay=...)")
+        if call_kwargs_alias is not None and call_kwargs_alias in client_kwargs:
+            found.call_kwargs = dict(client_kwargs.pop(call_kwargs_alias) or {})
+            _warn(owner, f"{call_kwargs_alias}=", "call_kwargs=")
+        return found
+
+
+def _warn(owner: str, old: str, new: str) -> None:
+    warnings.warn(
+        f"{owner}({old}) is promptimus 0.1's spelling; use {new} instead.",
+        DeprecationWarning,
+        stacklevel=5,
+    )
