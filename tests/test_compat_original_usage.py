@@ -17,7 +17,7 @@ import promptimus as pm
 from promptimus.errors import InvalidArgument, ProviderUnavailable
 from promptimus.llms import ScriptedLLM
 from promptimus.modules.memory import Memory
-from promptimus.testing import Fault, FakeOpenAIServer
+from promptimus.testing import FakeOpenAIServer, Fault
 from promptimus.vector_stores import InMemoryVectorStore
 
 FIXTURES = Path(__file__).parent / "fixtures" / "original"

@@ -39,8 +39,8 @@ class RetrievalModule(Module):
       and write the same ids to both stores, so one document is one result. Without ``ids``, the
       id is a hash of the text (`document_id`): re-inserting a text never duplicates it.
     - **Retrieving** (`forward`): up to ``n_semantic`` hits by embedding and ``n_text`` by text,
-      merged by id with reciprocal rank fusion (an `RRFReranker` with ``fusion_k``), then reranked by the
-      reranker if one is set (constructor or `with_reranker` on any ancestor), and cut to
+      merged by id with reciprocal rank fusion (an `RRFReranker` with ``fusion_k``), then reranked
+      by the reranker if one is set (constructor or `with_reranker` on any ancestor), and cut to
       ``n_after_rerank``. A reranker with a ``fuse`` method (another `RRFReranker`) replaces the
       fusion step instead. Scores are the last stage's: store scores for a single source without
       reranker, RRF scores after fusion, the reranker's scores after reranking.
