@@ -11,10 +11,10 @@ import math
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 
 import promptimus as pm
-from promptimus.errors import InvalidArgument, ProviderUnavailable
+from promptimus.errors import InvalidArgument, ProviderUnavailable, ToolArgumentsError
 from promptimus.llms import ScriptedLLM
 from promptimus.modules.memory import Memory
 from promptimus.testing import FakeOpenAIServer, Fault
@@ -217,3 +217,48 @@ async def test_the_embedder_takes_the_originals_embed_kwargs(
 def test_a_bad_original_retry_count_is_refused() -> None:
     with pytest.raises(InvalidArgument, match="n_retries"):
         pm.llms.OpenAILike(model_name="m", api_key="k", n_retries=0)
+
+
+# ------------------------------------------------------------------- tools
+
+
+async def test_bad_tool_arguments_are_the_pydantic_validation_error_the_original_raised() -> None:
+    @pm.modules.Tool.decorate
+    def power(a: float, b: float) -> float:
+        """Calculates the `a` in the power of `b`"""
+        return a**b
+
+    assert await power.forward('{"a": 2, "b": 8}') == 256
+    with pytest.raises(ValidationError) as caught:  # the tutorial's `except ValidationError`
+        await power.forward('{"a": 2, "c": 8}')
+    assert isinstance(caught.value, ToolArgumentsError)  # and still ours
+    assert {e["type"] for e in caught.value.errors()} == {"missing", "extra_forbidden"}
+    assert "power" in str(caught.value) and "b: missing" in str(caught.value)
+    with pytest.raises(ValidationError):
+        await power.forward('{"a": 2, "b": ')  # cut-off JSON
+
+
+async def test_handoff_to_a_module_whose_forward_takes_an_unannotated_history() -> None:
+    class ResearchAgent(pm.Module):
+        """Performs deep research on a topic."""
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.memory = pm.modules.MemoryModule(memory_size=20, system_prompt="Research.")
+
+        async def forward(self, history, **kwargs):  # type: ignore[no-untyped-def]  # as in 0.1 code
+            return await self.memory.forward(history, **kwargs)
+
+    research = pm.modules.Tool.from_module(
+        ResearchAgent(), name="research", description="Delegate.", handoff_history=True
+    )
+    llm = ScriptedLLM(
+        [ScriptedLLM.tool_call("research", {}), "Python began in 1991.", "It began in 1991."]
+    )
+    orchestrator = pm.modules.OpenaiToolCallingAgent("Route.", [research]).with_llm(llm)
+    with pm.modules.ResetMemoryContext(orchestrator):
+        reply = await orchestrator.forward("Research the history of Python.")
+    assert reply.content == "It began in 1991."
+    sub_request = llm.requests[1][0]
+    assert sub_request[0].content == "Research."
+    assert [m.content for m in sub_request[1:]] == ["Research the history of Python."]

@@ -315,7 +315,11 @@ class Tool(Module):
             if param.name == "deps" and self._deps_param is None:
                 self._deps_param = param.name
                 continue
-            if self._input is None and _mentions(param.annotation, Message):
+            # the original handed the conversation to the first parameter, annotated or not
+            untyped = param.annotation in (inspect.Parameter.empty, Any) and not out
+            if self._input is None and (
+                _mentions(param.annotation, Message) or (self._handoff_history and untyped)
+            ):
                 self._input = _ModuleInput(
                     param.name,
                     as_text=_accepts(param.annotation, str),

@@ -248,6 +248,26 @@ class ArgSpec:
     always_pass: bool = False  # the Python default is a pydantic `Field(...)`, not a value
 
 
+class InvalidToolArguments(ToolArgumentsError, ValidationError):
+    """Arguments that fail the tool's schema: a `ToolArgumentsError` whose text is written for
+    the model, and also the pydantic `ValidationError` (same `.errors()`) that the original
+    promptimus raised, so `except ValidationError:` written for it still catches this."""
+
+    _message: str
+
+    @classmethod
+    def wrap(cls, exc: ValidationError, message: str) -> ToolArgumentsError:
+        try:
+            error = cls.from_exception_data(exc.title, exc.errors(include_url=False))  # type: ignore[arg-type]
+        except (TypeError, ValueError, KeyError):  # an error pydantic cannot rebuild from data
+            return ToolArgumentsError(message)
+        error._message = message
+        return error
+
+    def __str__(self) -> str:
+        return self._message
+
+
 @dataclass(frozen=True, slots=True)
 class FunctionSchema:
     """What a tool needs from its function's signature, computed once."""
@@ -269,7 +289,7 @@ class FunctionSchema:
             else:
                 instance = self.model.model_validate(arguments)
         except ValidationError as exc:
-            raise ToolArgumentsError(_explain(exc, tool)) from None
+            raise InvalidToolArguments.wrap(exc, _explain(exc, tool)) from None
         given = instance.model_fields_set
         return {
             spec.name: getattr(instance, spec.field)
