@@ -262,3 +262,39 @@ async def test_handoff_to_a_module_whose_forward_takes_an_unannotated_history() 
     sub_request = llm.requests[1][0]
     assert sub_request[0].content == "Research."
     assert [m.content for m in sub_request[1:]] == ["Research the history of Python."]
+
+
+# ------------------------------------------------------------------- early 0.1 spellings
+
+
+async def test_the_early_tutorials_with_provider_and_prompt_provider() -> None:
+    llm = ScriptedLLM(["My name is Henry.", "Arr, Henry here."])
+    with pytest.warns(DeprecationWarning, match=r"with_llm\(\)"):
+        assistant = pm.modules.MemoryModule(system_prompt="Act as an assistant").with_provider(llm)
+    assert (await assistant.forward("What is your name?")).content == "My name is Henry."
+    with pytest.warns(DeprecationWarning, match="with_llm"):
+        prompt = pm.Prompt("You are an AI assistant with name Henry", provider=llm)
+    reply = await prompt.forward([pm.Message(role=pm.MessageRole.USER, content="Name?")])
+    assert reply.content == "Arr, Henry here."
+    assert llm.requests[1][0][0].content == "You are an AI assistant with name Henry"
+
+
+async def test_the_react_tutorials_predicor_is_the_predictor() -> None:
+    agent = pm.modules.ToolCallingAgent([power]).with_llm(ScriptedLLM(["Thought: t\nAnswer: 1"]))
+    await agent.forward("hi")
+    with pytest.warns(DeprecationWarning, match=r"agent\.predictor"):
+        memory = agent.predicor.memory
+    assert memory is agent.predictor.memory
+    assert memory.as_list()[0].content == "hi"
+    with pytest.warns(DeprecationWarning):
+        agent.predicor.memory.reset()
+    assert agent.predictor.memory.as_list() == []
+
+
+def test_the_skill_docs_n_results_sets_every_count() -> None:
+    with pytest.warns(DeprecationWarning, match="n_semantic=N"):
+        retrieval = pm.modules.RetrievalModule(n_results=3)
+    assert (retrieval.n_semantic, retrieval.n_text, retrieval.n_after_rerank) == (3, 3, 3)
+    with pytest.warns(DeprecationWarning, match="RAGModule"):
+        rag = pm.modules.RAGModule(n_results=5, memory_size=10)
+    assert (rag.retrieval.n_semantic, rag.retrieval.n_after_rerank) == (5, 5)

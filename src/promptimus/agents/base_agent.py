@@ -18,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import warnings
 from abc import abstractmethod
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
@@ -155,6 +156,16 @@ class BaseAgent(Module, Generic[OutputT]):
             self.predictor = MemoryModule(memory_size, shared_memory, system_prompt=prompt)
 
     # ------------------------------------------------------------------ state
+
+    @property
+    def predicor(self) -> MemoryModule:
+        """promptimus 0.1's misspelling of `predictor` (its tool-calling tutorial uses it)."""
+        warnings.warn(
+            "agent.predicor is promptimus 0.1's misspelling; use agent.predictor instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.predictor
 
     @property
     def memory(self) -> Memory:

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import inspect
 import os
+import warnings
 import weakref
 from abc import ABC, abstractmethod
 from collections import deque
@@ -350,6 +351,15 @@ class Module(ABC):
 
     def with_llm(self, llm: LLMProtocol) -> Self:
         return self._set_provider("llm", llm)
+
+    def with_provider(self, provider: LLMProtocol) -> Self:
+        """promptimus 0.1's first name of `with_llm` (its early tutorials use it)."""
+        warnings.warn(
+            "Module.with_provider() is promptimus 0.1's name; use with_llm() instead.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.with_llm(provider)
 
     def with_embedder(self, embedder: EmbedderProtocol) -> Self:
         return self._set_provider("embedder", embedder)

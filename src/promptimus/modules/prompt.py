@@ -2,21 +2,38 @@
 
 from __future__ import annotations
 
-from typing import Any
+import warnings
+from typing import TYPE_CHECKING, Any
 
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..template import format_template
+
+if TYPE_CHECKING:
+    from ..llms.base import LLMProtocol
 
 
 class Prompt(Module):
     """Formats its `prompt` template with keyword arguments, puts it before `history` and calls
     the LLM. `render(...)` returns exactly the messages `forward(...)` would send."""
 
-    def __init__(self, prompt: str | None = None, role: MessageRole | str = MessageRole.SYSTEM):
+    def __init__(
+        self,
+        prompt: str | None = None,
+        role: MessageRole | str = MessageRole.SYSTEM,
+        *,
+        provider: LLMProtocol | None = None,
+    ):
         super().__init__()
         self.prompt = Parameter(prompt)
         self.role = Parameter(MessageRole(role).value)
+        if provider is not None:  # promptimus 0.1's early tutorials: Prompt(text, provider=llm)
+            warnings.warn(
+                "Prompt(provider=...) is promptimus 0.1's spelling; use Prompt(...).with_llm(...).",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            self.with_llm(provider)
 
     def render(self, history: list[Message] | None = None, **kwargs: Any) -> list[Message]:
         text = format_template(self.prompt.value, kwargs, where=f"Prompt {self.path!r}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from .._lazy import deprecated_exports
@@ -67,8 +68,17 @@ class RAGModule(Module):
         memory_stores_context: bool = False,
         shared_memory: Memory | None = None,
         document_separator: str = "\n\n",
+        n_results: int | None = None,
     ) -> None:
         super().__init__()
+        if n_results is not None:  # an early 0.1 API (its SKILL.md): one count for everything
+            warnings.warn(
+                "RAGModule(n_results=N) is promptimus 0.1's spelling; use n_semantic=N, "
+                "n_text=N, n_after_rerank=N instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            n_semantic = n_text = n_after_rerank = n_results
         parse_template(query_template)  # a malformed template fails here, not at the first call
         if retrieval is None:
             retrieval = RetrievalModule(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -60,8 +61,17 @@ class RetrievalModule(Module):
         embedder: EmbedderProtocol | None = None,
         reranker: RerankerProtocol | None = None,
         fusion_k: int = 60,
+        n_results: int | None = None,
     ) -> None:
         super().__init__()
+        if n_results is not None:  # an early 0.1 API (its SKILL.md): one count for everything
+            warnings.warn(
+                "RetrievalModule(n_results=N) is promptimus 0.1's spelling; use n_semantic=N, "
+                "n_text=N, n_after_rerank=N instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            n_semantic = n_text = n_after_rerank = n_results
         for name, value in (
             ("n_semantic", n_semantic),
             ("n_text", n_text),
