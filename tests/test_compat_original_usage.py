@@ -14,11 +14,13 @@ import pytest
 from pydantic import BaseModel, Field, ValidationError
 
 import promptimus as pm
+from promptimus.embedders import HashingEmbedder
 from promptimus.errors import InvalidArgument, ProviderUnavailable, ToolArgumentsError
 from promptimus.llms import ScriptedLLM
 from promptimus.modules.memory import Memory
+from promptimus.rerankers import OpenAILikeReranker, RRFReranker
 from promptimus.testing import FakeOpenAIServer, Fault
-from promptimus.vector_stores import InMemoryVectorStore
+from promptimus.vector_stores import InMemoryVectorStore, SearchHit
 
 FIXTURES = Path(__file__).parent / "fixtures" / "original"
 
@@ -298,3 +300,66 @@ def test_the_skill_docs_n_results_sets_every_count() -> None:
     with pytest.warns(DeprecationWarning, match="RAGModule"):
         rag = pm.modules.RAGModule(n_results=5, memory_size=10)
     assert (rag.retrieval.n_semantic, rag.retrieval.n_after_rerank) == (5, 5)
+
+
+# ------------------------------------------------------------------- data and containers
+
+
+def test_message_prettify_and_module_dict_objects_map() -> None:
+    assert pm.Message(role=pm.MessageRole.USER, content="hi").prettify() == "user: hi"
+    agent = pm.modules.ToolCallingAgent([power, factorial])
+    with pytest.warns(DeprecationWarning, match="ModuleDict itself"):
+        entries = agent.tools.objects_map
+    assert list(entries) == ["power", "factorial"]
+    assert entries["power"] is agent.tools["power"]
+
+
+# ------------------------------------------------------------------- rerankers
+
+
+class FirstListReranker:
+    """A reranker written to promptimus 0.1's protocol: `forward(query, result_lists)`."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, int]] = []
+
+    async def forward(self, query: str, result_lists: list[list[SearchHit]], **kwargs: object):  # type: ignore[no-untyped-def]
+        self.seen.append((query, len(result_lists)))
+        return list(reversed([r for results in result_lists for r in results]))
+
+
+async def test_retrieval_uses_a_reranker_written_to_the_originals_protocol() -> None:
+    store = InMemoryVectorStore()
+    reranker = FirstListReranker()
+    retrieval = pm.modules.RetrievalModule(
+        vector_store=store, text_store=store, n_semantic=2, n_text=2, n_after_rerank=1
+    ).with_embedder(HashingEmbedder(32))
+    retrieval.with_reranker(reranker)
+    await retrieval.insert(["apples are red", "bananas are yellow", "cherries are red"])
+    hits = await retrieval.forward("red apples")
+    assert reranker.seen == [("red apples", 2)]  # both rankings, unfused, as in 0.1
+    assert len(hits) == 1 and hits[0].content in {"apples are red", "cherries are red"}
+
+
+async def test_rrf_forward_takes_the_originals_query_first_form() -> None:
+    a = SearchHit("a", "A", 1.0)
+    b = SearchHit("b", "B", 0.5)
+    ours = await RRFReranker().forward([[a, b], [b]])
+    original = await RRFReranker().forward("any query", [[a, b], [b]])
+    assert [h.idx for h in original] == [h.idx for h in ours] == ["b", "a"]
+
+
+async def test_the_cross_encoder_takes_the_originals_arguments_and_call(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    with pytest.warns(DeprecationWarning, match="rerank_kwargs=.*call_kwargs="):
+        reranker = OpenAILikeReranker(
+            "rr", base_url=fake_openai.base_url, rerank_kwargs={"return_documents": False}
+        )
+    hits = [SearchHit("1", "bananas are yellow", 0.0), SearchHit("2", "red apples", 0.0)]
+    ranked = await reranker.forward("red apples", [hits, hits[:1]])
+    assert [h.idx for h in ranked] == ["2", "1"]
+    assert fake_openai.rerank.requests[0]["return_documents"] is False
+    assert len(fake_openai.rerank.requests[0]["documents"]) == 2  # the union, once each
+    with pytest.raises(TypeError, match="n_result"):
+        OpenAILikeReranker("rr", base_url=fake_openai.base_url, n_result=3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence
 from typing import Any, overload
 
@@ -70,6 +71,17 @@ class ModuleDict(Module, MutableMapping[str, Module]):
 
     def __bool__(self) -> bool:
         return True  # a module is never "falsy", even when empty
+
+    @property
+    def objects_map(self) -> dict[str, Module]:
+        """promptimus 0.1's dict of the entries (a copy); the ModuleDict is itself the mapping."""
+        warnings.warn(
+            "ModuleDict.objects_map is promptimus 0.1's; use the ModuleDict itself (a mapping): "
+            "md.items(), md.values(), md[name].",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return dict(self._submodules)
 
     # A module is an object with an identity, not a value: `Mapping` would make two ModuleDicts
     # with the same entries equal and leave them unhashable (no sets, no Session state, no weakref

@@ -31,6 +31,10 @@ class Message(BaseModel):
     usage: Usage | None = None
     finish_reason: str | None = None
 
+    def prettify(self) -> str:
+        """``"role: content"``, the one-line form the original promptimus printed."""
+        return f"{self.role.value}: {self.content}"
+
 
 History: TypeAdapter[list[Message]] = TypeAdapter(list[Message])
 """Validates and dumps a whole conversation: `History.validate_python(rows)`,

@@ -240,6 +240,9 @@ class RetrievalModule(Module):
             rankings = list(await asyncio.gather(*searches))
 
         reranker = self._reranker_or_none()
+        if reranker is not None and not hasattr(reranker, "rerank"):
+            # promptimus 0.1's protocol: `forward(query, result_lists)` fuses and reranks at once
+            return list(await reranker.forward(query, rankings))[:n_out]
         if reranker is not None and hasattr(reranker, "fuse"):
             return reranker.fuse(rankings, top_n=n_out)  # type: ignore[no-any-return]
         candidates = rankings[0] if len(rankings) == 1 else self._fusion.fuse(rankings)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from promptimus.errors import InvalidArgument, ProviderConfigError, ProviderResponseError
 from promptimus.transport.concurrency import ConcurrencyLimit
+from promptimus.transport.original_kwargs import OriginalKwargs
 from promptimus.transport.per_loop import PerLoop
 from promptimus.transport.retry import RetryPolicy
 
@@ -64,7 +65,19 @@ class OpenAILikeReranker:
         max_concurrency: int | ConcurrencyLimit | None = None,
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        **original: Any,
     ) -> None:
+        # promptimus 0.1's n_retries=, base_wait= and rerank_kwargs= (warned, then mapped)
+        old = OriginalKwargs.take(type(self).__name__, original, "rerank_kwargs", stacklevel=4)
+        if original:
+            raise TypeError(
+                f"OpenAILikeReranker() got unexpected keyword arguments: {', '.join(original)}"
+            )
+        if old.max_retries is not None:
+            max_retries = old.max_retries
+        if retry is None and old.base_delay is not None:
+            retry = RetryPolicy(max_retries=max_retries, base_delay=old.base_delay)
+        extra_body = {**old.call_kwargs, **(extra_body or {})}
         if not base_url:
             raise ProviderConfigError(
                 f"OpenAILikeReranker({model_name!r}) needs base_url=..., the API root that serves "
@@ -122,6 +135,17 @@ class OpenAILikeReranker:
             redact=(key,) if key else (),
         )
         return self._map_results(data, hits, top_n)
+
+    async def forward(
+        self, query: str, result_lists: list[list[SearchHit]], **kwargs: Any
+    ) -> list[SearchHit]:
+        """promptimus 0.1's reranker call: rescore the union of ``result_lists`` (the first hit
+        of each id), best first."""
+        unique: dict[str, SearchHit] = {}
+        for results in result_lists:
+            for hit in results:
+                unique.setdefault(hit.id, hit)
+        return await self.rerank(query, list(unique.values()))
 
     async def _post(self, body: dict[str, Any]) -> Any:
         client = self._clients.get()

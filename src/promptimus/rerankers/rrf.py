@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from promptimus.core import Module, Parameter
 from promptimus.errors import InvalidArgument
@@ -75,6 +75,9 @@ class RRFReranker(Module):
         return self.fuse([hits], top_n)
 
     async def forward(
-        self, rankings: list[list[SearchHit]], top_n: int | None = None
+        self, rankings: list[list[SearchHit]] | str, top_n: Any = None
     ) -> list[SearchHit]:
+        """``forward(rankings)``, or promptimus 0.1's ``forward(query, result_lists)``."""
+        if isinstance(rankings, str):  # 0.1's reranker protocol: the query comes first
+            return self.fuse(top_n)
         return self.fuse(rankings, top_n)

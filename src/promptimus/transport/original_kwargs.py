@@ -24,28 +24,39 @@ class OriginalKwargs:
 
     @classmethod
     def take(
-        cls, owner: str, client_kwargs: dict[str, Any], call_kwargs_alias: str | None
+        cls,
+        owner: str,
+        client_kwargs: dict[str, Any],
+        call_kwargs_alias: str | None,
+        *,
+        stacklevel: int = 5,
     ) -> OriginalKwargs:
-        """Remove 0.1's names from ``client_kwargs`` (warning once each) and return them."""
+        """Remove 0.1's names from ``client_kwargs`` (warning once each) and return them;
+        ``stacklevel`` points the warnings at the user's constructor call."""
         found = cls()
         if "n_retries" in client_kwargs:
             attempts = client_kwargs.pop("n_retries")
             if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
                 raise InvalidArgument(f"{owner}: n_retries must be an int >= 1, got {attempts!r}.")
             found.max_retries = attempts - 1
-            _warn(owner, "n_retries=N", f"max_retries={attempts - 1} (retries after the first try)")
+            _warn(
+                owner,
+                "n_retries=N",
+                f"max_retries={attempts - 1} (retries after the first try)",
+                stacklevel,
+            )
         if "base_wait" in client_kwargs:
             found.base_delay = float(client_kwargs.pop("base_wait"))
-            _warn(owner, "base_wait=", "retry=RetryPolicy(base_delay=...)")
+            _warn(owner, "base_wait=", "retry=RetryPolicy(base_delay=...)", stacklevel)
         if call_kwargs_alias is not None and call_kwargs_alias in client_kwargs:
             found.call_kwargs = dict(client_kwargs.pop(call_kwargs_alias) or {})
-            _warn(owner, f"{call_kwargs_alias}=", "call_kwargs=")
+            _warn(owner, f"{call_kwargs_alias}=", "call_kwargs=", stacklevel)
         return found
 
 
-def _warn(owner: str, old: str, new: str) -> None:
+def _warn(owner: str, old: str, new: str, stacklevel: int) -> None:
     warnings.warn(
         f"{owner}({old}) is promptimus 0.1's spelling; use {new} instead.",
         DeprecationWarning,
-        stacklevel=5,
+        stacklevel=stacklevel,
     )
