@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from promptimus.llms.accumulator import MessageAccumulator, aaccumulate, accumulate
     from promptimus.llms.base import LLMProtocol
     from promptimus.llms.capabilities import ProviderCapabilities, capabilities
+    from promptimus.llms.claude import Claude
     from promptimus.llms.dummy import DummyLLM, DummyLLm
     from promptimus.llms.ollama import OllamaLLM, OllamaProvider
     from promptimus.llms.openai import OpenAILike
@@ -27,6 +28,7 @@ _EXPORTS = {
     "accumulate": "accumulator",
     "aaccumulate": "accumulator",
     "OpenAILike": "openai",
+    "Claude": "claude",
     "OllamaProvider": "ollama",
     "OllamaLLM": "ollama",
     "DummyLLm": "dummy",
@@ -36,6 +38,7 @@ _EXPORTS = {
 }
 
 __all__ = [
+    "Claude",
     "DummyLLM",
     "DummyLLm",
     "LLMProtocol",
