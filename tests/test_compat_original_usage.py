@@ -385,3 +385,26 @@ async def test_claude_is_openai_like_on_anthropics_endpoint(
     sent = fake_openai.chat.requests
     assert len(sent) == 2 and sent[1]["max_tokens"] == 1024 and sent[1]["temperature"] == 0
     assert fake_openai.requests[-1].headers.get("authorization") == "Bearer sk-ant-test"
+
+
+async def test_positional_call_kwargs_and_concurrency_as_in_0_1(
+    fake_openai_env: FakeOpenAIServer,
+) -> None:
+    with pytest.warns(DeprecationWarning, match="call_kwargs="):
+        llm = pm.llms.OpenAILike("m", {"temperature": 0.5}, 3)
+    assert llm.max_concurrency == 3
+    await llm.achat([pm.Message(role=pm.MessageRole.USER, content="hi")])
+    assert fake_openai_env.chat.requests[0]["temperature"] == 0.5
+    with pytest.warns(DeprecationWarning, match="OpenAILikeEmbedder"):
+        embedder = pm.embedders.OpenAILikeEmbedder("e", {"dimensions": 4})
+    await embedder.aembed("x")
+    assert fake_openai_env.embeddings.requests[0]["dimensions"] == 4
+
+
+def test_rag_takes_its_stores_first_as_in_0_1() -> None:
+    vectors, texts = InMemoryVectorStore(), InMemoryVectorStore()
+    with pytest.warns(DeprecationWarning, match="vector_store=..., text_store=..."):
+        rag = pm.modules.RAGModule(vectors, texts)
+    assert rag.retrieval.vector_store is vectors and rag.retrieval.text_store is texts
+    with pytest.raises(InvalidArgument, match="pass stores by keyword"):
+        pm.modules.RAGModule("ten")  # type: ignore[arg-type]

@@ -71,6 +71,25 @@ class RAGModule(Module):
         n_results: int | None = None,
     ) -> None:
         super().__init__()
+        if not isinstance(memory_size, int):  # 0.1's order: RAGModule(vector_store, text_store)
+            if not _is_store(memory_size) or (
+                system_prompt is not DEFAULT_RAG_SYSTEM_PROMPT and not _is_store(system_prompt)
+            ):
+                raise InvalidArgument(
+                    "RAGModule's positional arguments are (memory_size, system_prompt, "
+                    "query_template); pass stores by keyword: RAGModule(vector_store=..., "
+                    f"text_store=...). Got {type(memory_size).__name__} for memory_size."
+                )
+            warnings.warn(
+                "RAGModule(store, ...) is promptimus 0.1's order; use "
+                "RAGModule(vector_store=..., text_store=...) instead.",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            vector_store = memory_size
+            if system_prompt is not DEFAULT_RAG_SYSTEM_PROMPT:
+                text_store = system_prompt  # type: ignore[assignment]
+            memory_size, system_prompt = 10, DEFAULT_RAG_SYSTEM_PROMPT
         if n_results is not None:  # an early 0.1 API (its SKILL.md): one count for everything
             warnings.warn(
                 "RAGModule(n_results=N) is promptimus 0.1's spelling; use n_semantic=N, "
@@ -149,6 +168,10 @@ class RAGModule(Module):
         )
         memory.extend((asked, response))
         return response
+
+
+def _is_store(value: object) -> bool:
+    return any(hasattr(value, name) for name in ("search", "vector_search", "text_search"))
 
 
 # The original promptimus' name for the default system prompt.

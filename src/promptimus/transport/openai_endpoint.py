@@ -53,9 +53,14 @@ class OpenAIEndpoint:
         api_key_env: str,
         client_kwargs: dict[str, Any],
     ) -> None:
+        client_kwargs = {"api_key": api_key, "base_url": base_url, **client_kwargs}
         original = OriginalKwargs.take(
             type(self).__name__, client_kwargs, self._original_call_kwargs
         )
+        api_key = client_kwargs.pop("api_key", None)
+        base_url = client_kwargs.pop("base_url", None)
+        if original.max_concurrency is not None:
+            max_concurrency = original.max_concurrency
         if original.max_retries is not None:
             max_retries = original.max_retries
         if retry is None and original.base_delay is not None:

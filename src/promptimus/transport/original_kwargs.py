@@ -21,6 +21,7 @@ class OriginalKwargs:
     max_retries: int | None = None  # 0.1's n_retries counted attempts, ours counts repeats
     base_delay: float | None = None
     call_kwargs: dict[str, Any] = field(default_factory=dict)
+    max_concurrency: int | None = None
 
     @classmethod
     def take(
@@ -34,6 +35,11 @@ class OriginalKwargs:
         """Remove 0.1's names from ``client_kwargs`` (warning once each) and return them;
         ``stacklevel`` points the warnings at the user's constructor call."""
         found = cls()
+        if isinstance(client_kwargs.get("api_key"), dict):  # 0.1's 2nd positional: call_kwargs
+            found.call_kwargs = client_kwargs.pop("api_key")
+            _warn(owner, "model_name, {...}", "call_kwargs={...} by keyword", stacklevel)
+            if isinstance(client_kwargs.get("base_url"), int):  # and its 3rd: max_concurrency
+                found.max_concurrency = client_kwargs.pop("base_url")
         if "n_retries" in client_kwargs:
             attempts = client_kwargs.pop("n_retries")
             if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
@@ -49,7 +55,10 @@ class OriginalKwargs:
             found.base_delay = float(client_kwargs.pop("base_wait"))
             _warn(owner, "base_wait=", "retry=RetryPolicy(base_delay=...)", stacklevel)
         if call_kwargs_alias is not None and call_kwargs_alias in client_kwargs:
-            found.call_kwargs = dict(client_kwargs.pop(call_kwargs_alias) or {})
+            found.call_kwargs = {
+                **found.call_kwargs,
+                **dict(client_kwargs.pop(call_kwargs_alias) or {}),
+            }
             _warn(owner, f"{call_kwargs_alias}=", "call_kwargs=", stacklevel)
         return found
 
