@@ -132,20 +132,19 @@ def test_the_same_tree_has_the_originals_checkpoint_keys() -> None:
 
 def test_a_checkpoint_written_by_the_original_loads_strictly() -> None:
     root = Assistant().load(FIXTURES / "assistant_0_1_26.toml")  # strict by default
-    # (the newline the original's tomlkit adds after the opening quotes is issue 8's 2b)
-    assert root.style.value.strip("\n") == "Answer in one sentence."
+    # read with 0.1's rule: the newline its tomlkit adds after the opening quotes is not kept
+    assert root.style.value == "Answer in one sentence."
     assert (root.top_k.value, root.threshold.value) == (5, 0.25)
-    assert root.chat.prompt.prompt.value.strip("\n") == "You are a tuned assistant.\nBe kind."
-    assert root.rag.query_template.value.strip("\n") == "Context:\n{context}\n\nQ: {query}"
-    assert root.router.retry_template.value.strip("\n") == "Wrong: {error_message}"
+    assert root.chat.prompt.prompt.value == "You are a tuned assistant.\nBe kind."
+    assert root.rag.query_template.value == "Context:\n{context}\n\nQ: {query}"
+    assert root.router.retry_template.value == "Wrong: {error_message}"
+    assert root.react.predictor.prompt.role.value == "system"
     research = root.native.tools["research"].description.value
-    assert research.strip("\n") == "Hand the conversation to the researcher."
+    assert research == "Hand the conversation to the researcher."
 
 
 async def test_the_originals_react_prompt_runs_after_loading() -> None:
     root = Assistant().load(FIXTURES / "assistant_0_1_26.toml")
-    if root.react.predictor.prompt.role.value != "system":
-        pytest.skip("needs the 0.1 newline rule of issue 8 2b to read this tomlkit-0.15 file")
     llm = ScriptedLLM(
         [
             'Thought: use power\nAction: power\nAction Input: {"a": 2, "b": 3}',
