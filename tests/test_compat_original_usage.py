@@ -407,3 +407,9 @@ def test_rag_takes_its_stores_first_as_in_0_1() -> None:
     assert rag.retrieval.vector_store is vectors and rag.retrieval.text_store is texts
     with pytest.raises(InvalidArgument, match="pass stores by keyword"):
         pm.modules.RAGModule("ten")  # type: ignore[arg-type]
+
+
+def test_a_role_outside_the_four_is_a_named_error() -> None:
+    with pytest.raises(InvalidArgument, match="'system', 'user', 'assistant', 'tool'"):
+        pm.Prompt("x", role="developer")
+    assert pm.Prompt("x", role="user").role.value == "user"

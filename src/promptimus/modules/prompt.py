@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
+from ..errors import InvalidArgument
 from ..template import format_template
 
 if TYPE_CHECKING:
@@ -26,7 +27,14 @@ class Prompt(Module):
     ):
         super().__init__()
         self.prompt = Parameter(prompt)
-        self.role = Parameter(MessageRole(role).value)
+        try:
+            self.role = Parameter(MessageRole(role).value)
+        except ValueError:
+            roles = ", ".join(repr(r.value) for r in MessageRole)
+            raise InvalidArgument(
+                f"Prompt role must be one of {roles}, got {role!r} (promptimus 0.1 passed any "
+                "string through; messages here carry one of these roles)."
+            ) from None
         if provider is not None:  # promptimus 0.1's early tutorials: Prompt(text, provider=llm)
             warnings.warn(
                 "Prompt(provider=...) is promptimus 0.1's spelling; use Prompt(...).with_llm(...).",
