@@ -57,26 +57,24 @@ async def test_requests_are_ceil_n_over_batch_size(
 
 
 async def test_order_is_kept_when_batches_finish_out_of_order(srv: FakeOpenAIServer) -> None:
-    in_flight = 0
-    peak = 0
+    later_batch_answered = asyncio.Event()
 
-    async def slow_first(body: dict) -> None:
-        nonlocal in_flight, peak
-        in_flight += 1
-        peak = max(peak, in_flight)
-        # The first batch answers last: a naive "append as they come" would scramble order.
-        first_number = int(body["input"][0].split()[-1])
-        await asyncio.sleep(0.08 if first_number == 0 else 0.02)
-        in_flight -= 1
+    async def first_answers_last(body: dict) -> None:
+        # The first batch answers only after another one has: a naive "append as they come"
+        # would scramble the order. An event, not a shorter sleep, so load cannot reorder it.
+        if int(body["input"][0].split()[-1]) == 0:
+            await asyncio.wait_for(later_batch_answered.wait(), 30)
+        else:
+            later_batch_answered.set()
         return None  # the default: hashed embeddings of this batch
 
-    srv.embeddings.respond_with(slow_first)
+    srv.embeddings.respond_with(first_answers_last)
     emb = embedder(srv, batch_size=2, max_concurrency=3)
     texts = [f"text {i}" for i in range(12)]
     vectors = await emb.aembed_batch(texts)
     assert_same_vectors(vectors, [hashed_embedding(t, len(vectors[0])) for t in texts])
     assert len(srv.embeddings.requests) == 6
-    assert 1 < peak <= 3  # concurrent, within the limit
+    assert 1 < srv.max_in_flight <= 3  # concurrent (the first waited on another), within the cap
 
 
 async def test_vectors_are_matched_by_index_when_the_server_reorders(

@@ -6,7 +6,7 @@ import asyncio
 import json
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -19,7 +19,14 @@ from promptimus.errors import (
 )
 from promptimus.llms import OllamaProvider, OpenAILike, aaccumulate
 from promptimus.testing import FakeOpenAIServer, Fault, Reply, ToolCall
-from promptimus.transport import RetryPolicy
+from promptimus.transport import RateLimiter, Reservation, RetryPolicy
+
+if TYPE_CHECKING:
+    from conftest import VirtualClock
+
+STALL_TIMEOUT = 1.0
+"""Client timeout for tests that make the server stall: it must fire on the stall, and a healthy
+answer must still arrive within it on a fully loaded machine (so not a few tenths of a second)."""
 
 API_FIELDS = {"role", "content", "tool_calls", "tool_call_id", "name"}
 
@@ -245,7 +252,7 @@ async def test_malformed_body_is_a_response_error(srv: FakeOpenAIServer) -> None
 
 async def test_stream_is_not_retried_after_output_started(srv: FakeOpenAIServer) -> None:
     srv.chat.script(Fault.stall(after_chunks=2), "never")
-    llm = make_llm(srv, timeout=0.3)
+    llm = make_llm(srv, timeout=STALL_TIMEOUT)
     received = []
     with pytest.raises(ProviderUnavailable, match="interrupted"):
         async for delta in llm.astream([user("x")]):
@@ -264,39 +271,65 @@ async def test_stream_failing_before_first_chunk_is_retried(srv: FakeOpenAIServe
 # --- limits --------------------------------------------------------------------------------------
 
 
-async def test_requests_per_period_limit_under_a_burst(srv: FakeOpenAIServer) -> None:
-    arrivals: list[float] = []
+class RecordingLimiter(RateLimiter):
+    """A rate limiter that keeps the start time of every request it admits."""
 
-    def record(body: dict[str, Any]) -> str:
-        arrivals.append(time.monotonic())
-        return "ok"
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.admitted: list[float] = []
 
-    srv.chat.respond_with(record)
-    llm = make_llm(srv, requests_per_minute=3, rate_period=0.5)
-    await asyncio.gather(*(llm.achat([user(str(i))]) for i in range(7)))
-    arrivals.sort()
-    assert len(arrivals) == 7
-    # No window of one period holds more than 3 requests. Arrival times carry transit jitter on a
-    # loaded machine, hence the slack; a limiter that let a 4th through would miss by ~0.5 s.
-    for i in range(len(arrivals) - 3):
-        assert arrivals[i + 3] - arrivals[i] >= 0.5 - 0.1, arrivals
-    assert arrivals[-1] - arrivals[0] >= 0.9
+    async def acquire(self, weight: float = 1.0) -> Reservation:
+        reservation = await super().acquire(weight)
+        self.admitted.append(reservation.start)
+        return reservation
+
+
+async def test_requests_per_period_limit_under_a_burst(
+    srv: FakeOpenAIServer, virtual_clock: VirtualClock
+) -> None:
+    # Virtual time: the limiter's waits are recorded, not spent, so the check is exact and does
+    # not depend on how fast requests travel on a busy machine.
+    limiter = RecordingLimiter(3, 60.0, clock=virtual_clock, sleep=virtual_clock.sleep)
+    llm = make_llm(srv, requests_per_minute=limiter)
+    replies = await asyncio.gather(*(llm.achat([user(str(i))]) for i in range(7)))
+    assert sorted(r.content for r in replies) == sorted(f"echo: {i}" for i in range(7))
+    assert len(srv.chat.requests) == 7
+    t0 = limiter.admitted[0]
+    # 3 per minute: three at once, three when the window has rolled, the last one a minute later.
+    assert [a - t0 for a in sorted(limiter.admitted)] == [0, 0, 0, 60, 60, 60, 120]
+    assert sum(virtual_clock.sleeps) == pytest.approx(120)
+
+
+def hold_until_overlap(srv: FakeOpenAIServer, total: int, enough: int) -> Any:
+    """A responder that keeps each request open until ``enough`` requests are in flight at once,
+    or every one of ``total`` requests has arrived (then no more can join)."""
+
+    async def respond(body: dict[str, Any]) -> str:
+        async def overlap() -> None:
+            while srv.in_flight < enough and len(srv.chat.requests) < total:
+                await asyncio.sleep(0.002)
+
+        await asyncio.wait_for(overlap(), 30)  # generous: fails instead of hanging
+        await asyncio.sleep(0.02)  # stay open a moment so a request over the cap would show
+        return f"answer {body['messages'][-1]['content']}"
+
+    return respond
 
 
 async def test_max_concurrency_caps_in_flight_requests(srv: FakeOpenAIServer) -> None:
-    srv.chat.script(*[Fault.delay(0.15, then=f"r{i}") for i in range(6)])
+    # Counted by the server, not timed: 6 requests held open until two overlap, cap of 2.
+    srv.chat.respond_with(hold_until_overlap(srv, total=6, enough=2))
     llm = make_llm(srv, max_concurrency=2)
-    start = time.monotonic()
     replies = await asyncio.gather(*(llm.achat([user(str(i))]) for i in range(6)))
-    elapsed = time.monotonic() - start
-    assert sorted(r.content for r in replies) == [f"r{i}" for i in range(6)]
-    assert elapsed >= 3 * 0.15  # 6 requests, 2 at a time, 0.15 s each
+    assert sorted(r.content for r in replies) == [f"answer {i}" for i in range(6)]
+    assert srv.max_in_flight == 2
 
-    srv.chat.script(*[Fault.delay(0.15, then="x") for _ in range(6)])
+
+async def test_without_a_cap_requests_overlap(srv: FakeOpenAIServer) -> None:
+    srv.chat.respond_with(hold_until_overlap(srv, total=6, enough=6))
     free = make_llm(srv)
-    start = time.monotonic()
     await asyncio.gather(*(free.achat([user(str(i))]) for i in range(6)))
-    assert time.monotonic() - start < 3 * 0.15  # without the cap they overlap
+    assert srv.max_in_flight == 6  # all six were open at once: nothing serialises them
 
 
 # --- configuration and secrets -------------------------------------------------------------------
@@ -344,7 +377,7 @@ async def test_ollama_provider_defaults(srv: FakeOpenAIServer) -> None:
 
 async def test_stalled_request_times_out_and_is_retried(srv: FakeOpenAIServer) -> None:
     srv.chat.script(Fault.stall(), "second try")
-    llm = make_llm(srv, timeout=0.2)
+    llm = make_llm(srv, timeout=STALL_TIMEOUT)
     assert (await llm.achat([user("x")])).content == "second try"
     assert len(srv.chat.requests) == 2
 

@@ -8,10 +8,11 @@ server in test_llm_openai.py.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import email.utils
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -24,6 +25,9 @@ from promptimus.transport import (
     classify,
     parse_retry_after,
 )
+
+if TYPE_CHECKING:
+    from conftest import VirtualClock
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.005)
 
@@ -41,19 +45,24 @@ class HTTPStatusError(Exception):
         self.body = {"error": {"message": message}}
 
 
-def flaky(*outcomes: BaseException | str) -> tuple[Callable[[], Any], list[float]]:
-    """A coroutine function that raises/returns the given outcomes in order; records call times."""
-    calls: list[float] = []
+def flaky(*outcomes: BaseException | str) -> tuple[Callable[[], Any], list[int]]:
+    """A coroutine function that raises/returns the given outcomes in order; counts its calls."""
+    calls: list[int] = []
     queue = list(outcomes)
 
     async def fn() -> str:
-        calls.append(time.monotonic())
+        calls.append(len(calls) + 1)
         item = queue.pop(0)
         if isinstance(item, BaseException):
             raise item
         return item
 
     return fn, calls
+
+
+def recording(policy: RetryPolicy, clock: VirtualClock) -> RetryPolicy:
+    """The same policy, its waits recorded by the virtual clock instead of spent."""
+    return dataclasses.replace(policy, sleep=clock.sleep)
 
 
 # --- Retry-After parsing -------------------------------------------------------------------------
@@ -85,23 +94,37 @@ def test_classify_statuses() -> None:
 # --- RetryPolicy.run -----------------------------------------------------------------------------
 
 
-async def test_retries_server_errors_then_succeeds() -> None:
+async def test_retries_server_errors_then_succeeds(virtual_clock: VirtualClock) -> None:
     fn, calls = flaky(HTTPStatusError(500), HTTPStatusError(503), "ok")
-    assert await FAST.run(fn) == "ok"
+    policy = recording(RetryPolicy(max_retries=3, base_delay=0.5, max_delay=8.0), virtual_clock)
+    assert await policy.run(fn) == "ok"
     assert len(calls) == 3
+    # One backoff before each retry, within the full-jitter ceiling of its retry index.
+    assert len(virtual_clock.sleeps) == 2
+    assert 0 <= virtual_clock.sleeps[0] <= 0.5 and 0 <= virtual_clock.sleeps[1] <= 1.0
 
 
-async def test_retry_after_header_sets_the_wait() -> None:
+async def test_retry_after_header_sets_the_wait(virtual_clock: VirtualClock) -> None:
     fn, calls = flaky(HTTPStatusError(429, headers={"retry-after": "0.25"}), "ok")
+    assert await recording(FAST, virtual_clock).run(fn) == "ok"
+    assert len(calls) == 2
+    assert virtual_clock.sleeps == [0.25]  # the server's wait, not the (tiny) backoff
+
+
+async def test_retry_after_header_is_really_waited() -> None:
+    fn, calls = flaky(HTTPStatusError(429, headers={"retry-after-ms": "200"}), "ok")
+    start = time.monotonic()
     assert await FAST.run(fn) == "ok"
-    assert calls[1] - calls[0] >= 0.25
+    assert time.monotonic() - start >= 0.2  # a lower bound: the default sleep really waits
+    assert len(calls) == 2
 
 
-async def test_retry_after_is_bounded() -> None:
+async def test_retry_after_is_bounded(virtual_clock: VirtualClock) -> None:
     policy = RetryPolicy(max_retries=1, base_delay=0.001, max_retry_after=0.05)
     fn, calls = flaky(HTTPStatusError(429, headers={"retry-after": "30"}), "ok")
-    assert await policy.run(fn) == "ok"
-    assert calls[1] - calls[0] < 1.0
+    assert await recording(policy, virtual_clock).run(fn) == "ok"
+    assert len(calls) == 2
+    assert virtual_clock.sleeps == [0.05]  # 30 s asked for, capped by max_retry_after
 
 
 async def test_non_retryable_status_fails_at_once_with_server_message() -> None:
@@ -155,37 +178,45 @@ def test_backoff_is_full_jitter_within_the_cap() -> None:
 # --- RateLimiter ---------------------------------------------------------------------------------
 
 
-async def test_rate_limiter_window_never_exceeds_limit() -> None:
-    limiter = RateLimiter(3, period=0.2)
+async def test_rate_limiter_window_never_exceeds_limit(virtual_clock: VirtualClock) -> None:
+    limiter = RateLimiter(3, period=0.2, clock=virtual_clock, sleep=virtual_clock.sleep)
     starts: list[float] = []
 
     async def one() -> None:
-        await limiter.acquire()
-        starts.append(time.monotonic())
+        starts.append((await limiter.acquire()).start)
 
     await asyncio.gather(*(one() for _ in range(8)))
-    starts.sort()
-    assert starts[-1] - starts[0] >= 0.4  # 8 starts at 3 per window need three windows
-    for i in range(len(starts) - 3):
-        assert starts[i + 3] - starts[i] >= 0.2 - 1e-3
+    t0 = starts[0]
+    # 8 requests at 3 per window: three windows, each admitted the moment its window opens.
+    assert [round(s - t0, 9) for s in sorted(starts)] == [0, 0, 0, 0.2, 0.2, 0.2, 0.4, 0.4]
+    assert sum(virtual_clock.sleeps) == pytest.approx(0.4)
 
 
-async def test_token_limiter_weights_and_settle() -> None:
-    limiter = RateLimiter(100, period=0.3)
+async def test_token_limiter_weights_and_settle(virtual_clock: VirtualClock) -> None:
+    limiter = RateLimiter(100, period=0.3, clock=virtual_clock, sleep=virtual_clock.sleep)
     first = await limiter.acquire(80)
     first.settle(10)  # the request used fewer tokens than estimated: capacity comes back
-    t0 = time.monotonic()
     await limiter.acquire(80)
-    assert time.monotonic() - t0 < 0.1
-    t0 = time.monotonic()
-    await limiter.acquire(50)  # 90 used: must wait for the window to roll
-    assert time.monotonic() - t0 >= 0.25
+    assert virtual_clock.sleeps == []  # 10 + 80 fit: admitted without waiting
+    third = await limiter.acquire(50)  # 90 used: must wait for the window to roll
+    assert sum(virtual_clock.sleeps) == pytest.approx(0.3)
+    assert third.start - first.start == pytest.approx(0.3)
 
 
-async def test_oversized_request_runs_alone_instead_of_deadlocking() -> None:
-    limiter = RateLimiter(10, period=0.1)
-    await asyncio.wait_for(limiter.acquire(50), timeout=1)
-    await asyncio.wait_for(limiter.acquire(1), timeout=1)
+async def test_rate_limiter_really_waits_by_default() -> None:
+    limiter = RateLimiter(1, period=0.2)
+    first = await limiter.acquire()
+    second = await asyncio.wait_for(limiter.acquire(), timeout=30)
+    assert second.start - first.start >= 0.2  # a lower bound: the real clock and sleep are used
+
+
+async def test_oversized_request_runs_alone_instead_of_deadlocking(
+    virtual_clock: VirtualClock,
+) -> None:
+    limiter = RateLimiter(10, period=0.1, clock=virtual_clock, sleep=virtual_clock.sleep)
+    big = await asyncio.wait_for(limiter.acquire(50), timeout=30)
+    small = await asyncio.wait_for(limiter.acquire(1), timeout=30)
+    assert small.start - big.start == pytest.approx(0.1)  # after the big one's window, not never
 
 
 # --- concurrency and event loops -----------------------------------------------------------------

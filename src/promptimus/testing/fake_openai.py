@@ -69,6 +69,9 @@ class FakeOpenAIServer:
     - ``context_window``: reject chat requests larger than this many tokens (one per word, plus
       ``max_tokens``) with the context-window error of ``context_dialect`` ("openai",
       "llama.cpp" or "vllm"). Both can also be set on a running server.
+
+    ``in_flight`` counts the requests being answered right now and ``max_in_flight`` the most
+    at once since the start (or the last `clear`): what a test checks a concurrency cap against.
     """
 
     def __init__(
@@ -103,10 +106,12 @@ class FakeOpenAIServer:
         self.embeddings = Route("embeddings")
         self.rerank = Route("rerank")
         self.requests: list[RecordedRequest] = []
+        self.in_flight = 0
+        self.max_in_flight = 0
         self._models: dict[str, None] = dict.fromkeys(models)
         self._requested_port = port
         self._port: int | None = None
-        self._http = HttpServer(self._handle)
+        self._http = HttpServer(self._counted)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._stopping: asyncio.Event | None = None
@@ -217,6 +222,7 @@ class FakeOpenAIServer:
     def clear(self) -> None:
         """Forget every recorded request and every route's script and responder."""
         self.requests.clear()
+        self.max_in_flight = self.in_flight
         for route in (self.chat, self.embeddings, self.rerank):
             route.clear()
 
@@ -261,6 +267,15 @@ class FakeOpenAIServer:
                 process.stdout.close()
 
     # --- dispatch -----------------------------------------------------------------------------
+
+    async def _counted(self, request: HttpRequest, conn: HttpConnection) -> None:
+        """Answer one request, counting it in ``in_flight`` until its response is sent."""
+        self.in_flight += 1  # only the server's own event loop thread changes the counters
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            await self._handle(request, conn)
+        finally:
+            self.in_flight -= 1
 
     async def _handle(self, request: HttpRequest, conn: HttpConnection) -> None:
         body: Any = None

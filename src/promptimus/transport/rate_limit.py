@@ -12,6 +12,7 @@ import asyncio
 import threading
 import time
 from collections import deque
+from collections.abc import Awaitable, Callable
 
 from promptimus.transport.per_loop import PerLoop
 
@@ -36,13 +37,24 @@ class RateLimiter:
 
     Waiters on one event loop are served first come, first served. A single request heavier than
     the whole limit is admitted alone once the window is empty, rather than blocking forever.
+    ``clock`` (seconds, monotonic) and ``sleep`` are the time source and the wait; tests pass a
+    virtual clock so they check admissions without depending on how busy the machine is.
     """
 
-    def __init__(self, limit: float, period: float = 60.0) -> None:
+    def __init__(
+        self,
+        limit: float,
+        period: float = 60.0,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
+    ) -> None:
         if limit <= 0 or period <= 0:
             raise ValueError(f"rate limit and period must be > 0, got {limit} per {period}s")
         self.limit = float(limit)
         self.period = float(period)
+        self._clock = clock
+        self._sleep = sleep
         self._log: deque[Reservation] = deque()
         self._used = 0.0
         self._lock = threading.Lock()
@@ -61,7 +73,7 @@ class RateLimiter:
     def _try_admit(self, weight: float) -> Reservation | float:
         """Admit now (returns the reservation) or return how long to wait before trying again."""
         with self._lock:
-            now = time.monotonic()
+            now = self._clock()
             self._expire(now)
             if self._used + weight <= self.limit or not self._log:
                 entry = Reservation(self, now, weight)
@@ -87,7 +99,7 @@ class RateLimiter:
                 admitted = self._try_admit(weight)
                 if isinstance(admitted, Reservation):
                     return admitted
-                await asyncio.sleep(max(admitted, 0.001))
+                await self._sleep(max(admitted, 0.001))
 
     def _settle(self, entry: Reservation, actual: float) -> None:
         with self._lock:

@@ -15,7 +15,7 @@ import random
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from promptimus.errors import (
@@ -160,13 +160,17 @@ class RetryPolicy:
     """Retry transient failures with full-jitter exponential backoff, honouring ``Retry-After``.
 
     ``max_retries`` counts repeats, so a call makes at most ``max_retries + 1`` attempts.
-    A server-requested wait is used as-is, bounded by ``max_retry_after``.
+    A server-requested wait is used as-is, bounded by ``max_retry_after``. ``sleep`` performs
+    each wait (tests pass a recorder to check the waits without spending them).
     """
 
     max_retries: int = 4
     base_delay: float = 0.5
     max_delay: float = 8.0
     max_retry_after: float = 60.0
+    sleep: Callable[[float], Awaitable[object]] = field(
+        default=asyncio.sleep, repr=False, compare=False
+    )
 
     def __post_init__(self) -> None:
         if self.max_retries < 0:
@@ -257,5 +261,5 @@ class RetryPolicy:
                     redact_secrets(failure.reason, redact),
                     delay,
                 )
-                await asyncio.sleep(delay)
+                await self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
