@@ -11,14 +11,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import example, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from promptimus import Module, ModuleDict, Parameter, module_dict_from_toml_str
 from promptimus.core import module_dict_to_toml_str
 
-SETTINGS = settings(max_examples=150, deadline=None)
-TREE_SETTINGS = settings(max_examples=100, deadline=None)
+# No time limits: a loaded machine must not turn a slow example into a failure.
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+TREE_SETTINGS = settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 class Box(Module):

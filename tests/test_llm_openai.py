@@ -306,7 +306,8 @@ def hold_until_overlap(srv: FakeOpenAIServer, total: int, enough: int) -> Any:
 
     async def respond(body: dict[str, Any]) -> str:
         async def overlap() -> None:
-            while srv.in_flight < enough and len(srv.chat.requests) < total:
+            # Polled: the server's counters have no event to wait on.
+            while srv.in_flight < enough and len(srv.chat.requests) < total:  # noqa: ASYNC110
                 await asyncio.sleep(0.002)
 
         await asyncio.wait_for(overlap(), 30)  # generous: fails instead of hanging
