@@ -1,7 +1,7 @@
 """Quick start: a tool-calling agent with memory, a run record and a checkpoint, end to end.
 
-    python3 -m uv run examples/quickstart.py                          # offline demo model
-    python3 -m uv run examples/quickstart.py --model openai:gpt-4o-mini   # needs OPENAI_API_KEY
+    python3 -m uv run --no-dev examples/quickstart.py            # offline demo model
+    python3 -m uv run --no-dev examples/quickstart.py --model openai:gpt-4o-mini  # needs a key
 
 By default the agent talks to promptimus's built-in fake OpenAI server on 127.0.0.1 — over real
 HTTP with the real `openai` SDK — whose replies come from a tiny rule-based "OFFLINE DEMO MODEL"

@@ -1,6 +1,6 @@
 """Retrieval-augmented answers, fully offline: no API key, no network, no model download.
 
-    uv run python examples/rag_offline.py
+    python3 -m uv run --no-dev --extra numpy examples/rag_offline.py
 
 OFFLINE AND LEXICAL: `HashingEmbedder` embeds by hashing words and word pieces, so it matches
 shared words, not meaning ("car" does not find "automobile"). The "LLM" is a `ScriptedLLM` that
