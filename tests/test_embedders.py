@@ -57,14 +57,18 @@ async def test_requests_are_ceil_n_over_batch_size(
 
 
 async def test_order_is_kept_when_batches_finish_out_of_order(srv: FakeOpenAIServer) -> None:
+    first_arrived = asyncio.Event()
     later_batch_answered = asyncio.Event()
 
     async def first_answers_last(body: dict) -> None:
-        # The first batch answers only after another one has: a naive "append as they come"
-        # would scramble the order. An event, not a shorter sleep, so load cannot reorder it.
+        # The first batch answers only after another one has, and that one only while the first
+        # is open: a naive "append as they come" would scramble the order. Events, not sleeps of
+        # different lengths, so a loaded machine cannot change the order.
         if int(body["input"][0].split()[-1]) == 0:
+            first_arrived.set()
             await asyncio.wait_for(later_batch_answered.wait(), 30)
         else:
+            await asyncio.wait_for(first_arrived.wait(), 30)
             later_batch_answered.set()
         return None  # the default: hashed embeddings of this batch
 
