@@ -108,12 +108,12 @@ async def test_same_session_entered_by_several_tasks() -> None:
     async def long_lived() -> None:
         with shared:
             inside.set()
-            await release.wait()
+            await asyncio.wait_for(release.wait(), 30)  # bounded: a regression fails, not hangs
             seen.append(current_session())  # still inside, though another task has left
             await memory("long")
 
     async def short_lived() -> None:
-        await inside.wait()
+        await asyncio.wait_for(inside.wait(), 30)
         with shared:
             await memory("short")
         seen.append(current_session())

@@ -135,7 +135,7 @@ async def test_sync_function_runs_in_a_worker_thread_and_async_on_the_loop() -> 
 
 
 async def test_slow_sync_tools_do_not_block_each_other() -> None:
-    barrier = threading.Barrier(2, timeout=5)
+    barrier = threading.Barrier(2, timeout=30)  # generous: only a real deadlock reaches it
 
     def wait() -> str:
         barrier.wait()  # deadlocks (BrokenBarrierError) unless both run at the same time
