@@ -76,8 +76,9 @@ tricky_text = st.sampled_from(
 texts = st.one_of(st.text(), tricky_text, reference_like)
 scalars = st.one_of(
     texts,
-    st.integers(),
-    st.integers(min_value=-(2**200), max_value=2**200),
+    # TOML integers are 64-bit; larger ones are refused at assignment
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    st.sampled_from([2**63 - 1, -(2**63), 2**53 + 1]),
     st.floats(allow_nan=True, allow_infinity=True),
     st.sampled_from([-0.0, 0.0, 1e300, -1e-300, 5e-324, float("inf"), float("-inf")]),
     st.booleans(),
@@ -148,8 +149,8 @@ def folder() -> Iterator[Path]:
 @example(value="${file:x.toml}")
 @example(value=-0.0)
 @example(value=float("nan"))
-@example(value=2**64 + 1)
-@example(value=-(2**63) - 1)
+@example(value=2**63 - 1)
+@example(value=-(2**63))
 @example(value=[[], [[""]], [True, 0, 0.0]])
 def test_single_value_round_trips_through_text(value: Any) -> None:
     root = Box()
@@ -220,7 +221,7 @@ def _same_kind(value: Any) -> Any:
     if isinstance(value, bool):
         return not value
     if isinstance(value, int):
-        return value + 1
+        return value - 1 if value > 0 else value + 1  # stays within 64 bits
     if isinstance(value, float):
         return 12.5
     if isinstance(value, str):

@@ -271,7 +271,7 @@ edge_text = st.sampled_from(
 scalars = st.one_of(
     st.text(max_size=20),
     edge_text,
-    st.integers(),
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
     st.floats(allow_nan=True),
     st.booleans(),
 )

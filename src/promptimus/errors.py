@@ -301,3 +301,26 @@ __getattr__ = deprecated_exports(
         "RefResolutionError": "promptimus.errors.CheckpointReferenceError",
     },
 )
+
+
+# --- checkpoint and tree limits (added by the harden-core helper) -------------------------------
+
+
+class CheckpointWriteError(CheckpointError, OSError):
+    """A checkpoint could not be written (the path is a folder, the disk or a file-size limit is
+    full, a name cannot be encoded). The previous file, if any, is left as it was. An `OSError`
+    too, so `except OSError` around a save keeps working."""
+
+
+class CheckpointTooDeep(CheckpointError):
+    """A checkpoint nests tables or lists deeper than a module tree or a value can be
+    (`promptimus.core.MAX_MODULE_DEPTH`, `promptimus.core.MAX_VALUE_DEPTH`)."""
+
+
+class ReferenceTooLarge(CheckpointReferenceError):
+    """A referenced file, or the checkpoint with every reference expanded, is larger than the
+    limit `load()` was given (`max_file_bytes`, `max_expanded_chars`)."""
+
+
+class ModuleTooDeep(ModuleError):
+    """Registering a module would make a tree deeper than `promptimus.core.MAX_MODULE_DEPTH`."""

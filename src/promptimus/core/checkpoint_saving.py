@@ -32,7 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import CheckpointError, CheckpointSyntaxError, PromptimusError
+from ..errors import (
+    CheckpointError,
+    CheckpointSyntaxError,
+    CheckpointTooDeep,
+    CheckpointWriteError,
+    PromptimusError,
+)
+from .checkpoint_files import FileRefused, read_regular_file
 from .checkpointing import (
     _REFERENCE_SHAPE,
     FORMAT_MARK,
@@ -42,6 +49,7 @@ from .checkpointing import (
     _resolve_string,
     _top_value,
     atomic_write_text,
+    check_nesting,
     checkpoint_text,
     is_exact_format,
     render_module_dict,
@@ -281,7 +289,12 @@ def update_checkpoint_text(old_text: str, data: Mapping[str, Any], path: Path) -
         raise _not_toml(source, str(exc)) from None
     try:
         stored = tomllib.loads(old_text)
+        check_nesting(stored, source)
     except ValueError as exc:
+        raise _not_toml(source, str(exc)) from None
+    except RecursionError:
+        raise _not_toml(source, "arrays nested thousands of levels deep") from None
+    except CheckpointTooDeep as exc:
         raise _not_toml(source, str(exc)) from None
     if not old_text.strip():
         return checkpoint_text(data)
@@ -307,14 +320,23 @@ def save_checkpoint(path: Path, data: Mapping[str, Any], keep_comments: bool = T
     """Write `data` to `path` atomically; over an existing file, keep what the user wrote in it
     (unless `keep_comments=False`, which writes a fresh file)."""
     old_text = None
-    if keep_comments:
-        try:
-            old_text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            pass
-        except UnicodeDecodeError as exc:
-            raise _not_toml(str(path), f"not UTF-8 text: {exc.reason}") from None
-        except OSError as exc:
+    try:
+        # read even with keep_comments=False: a folder, FIFO or device there is refused before
+        # anything is written (opening a FIFO this way never blocks)
+        old = read_regular_file(path, None if keep_comments else 0)
+        old_text = old.decode("utf-8") if keep_comments else None
+    except FileNotFoundError:
+        pass
+    except FileRefused as exc:
+        if "limit" not in exc.reason:  # with keep_comments=False any regular file is replaced
+            raise CheckpointWriteError(
+                f"Cannot save checkpoint {path}: the path {exc.reason}; save to a file path "
+                "(inside that folder, if it is one)."
+            ) from None
+    except UnicodeDecodeError as exc:
+        raise _not_toml(str(path), f"not UTF-8 text: {exc.reason}") from None
+    except OSError as exc:
+        if keep_comments:
             raise CheckpointError(
                 f"Cannot save over {path}: it cannot be read ({exc.strerror or exc}). Check the "
                 "path and its permissions."

@@ -32,12 +32,11 @@ value of that shape is written with one extra leading `$` and read back without 
 
 from __future__ import annotations
 
-import contextlib
+import errno
 import importlib.resources
 import math
 import os
 import re
-import tempfile
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -49,8 +48,18 @@ from ..errors import (
     CheckpointMismatch,
     CheckpointReferenceError,
     CheckpointSyntaxError,
+    CheckpointTooDeep,
+    CheckpointWriteError,
     InvalidParameterValue,
+    ReferenceTooLarge,
     UnsafeReference,
+)
+from .checkpoint_files import FileRefused, atomic_write_bytes, read_regular_file
+from .limits import (
+    DEFAULT_MAX_EXPANDED_CHARS,
+    DEFAULT_MAX_FILE_BYTES,
+    MAX_MODULE_DEPTH,
+    MAX_VALUE_DEPTH,
 )
 from .parameters import Parameter, check_value, copy_value, value_digest
 
@@ -191,6 +200,11 @@ def render_module_dict(
     def emit(module: Mapping[str, Any], path: list[str]) -> None:
         nonlocal edge
         named = shown + path[len(prefix) :]
+        if len(path) - len(prefix) > MAX_MODULE_DEPTH:  # a looping or runaway dict
+            raise CheckpointTooDeep(
+                f"{'.'.join(named[:3])}...: the module dict nests more than {MAX_MODULE_DEPTH} "
+                "submodules deep (promptimus.core.MAX_MODULE_DEPTH); no module tree is that deep."
+            )
         params, submodules = _module_dict_parts(module, ".".join(named) or "root")
         for name, value in params.items():
             check_value(value, f"Checkpoint key {'.'.join([*named, name])!r}")
@@ -236,13 +250,59 @@ def checkpoint_text(data: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------------------- reading
 
 
+def check_nesting(data: Any, source: str) -> None:
+    """Refuse parsed TOML that nests tables deeper than a module tree or lists deeper than a
+    value may be (`CheckpointTooDeep`), before any recursive walk meets it."""
+    todo: list[tuple[Any, int, int]] = [(data, 0, 0)]  # (node, tables above, lists above)
+    while todo:
+        node, tables, lists = todo.pop()
+        if isinstance(node, Mapping):
+            if lists:  # an inline table inside an array counts as one more list level
+                lists += 1
+            elif node is not data:
+                tables += 1
+            children: Iterable[Any] = node.values()
+        elif isinstance(node, list):
+            lists += 1
+            children = node
+        else:
+            continue
+        if tables > MAX_MODULE_DEPTH or lists > MAX_VALUE_DEPTH:
+            what = (
+                f"tables nested more than {MAX_MODULE_DEPTH} deep (the deepest a module tree "
+                "may be, promptimus.core.MAX_MODULE_DEPTH)"
+                if tables > MAX_MODULE_DEPTH
+                else f"lists nested more than {MAX_VALUE_DEPTH} deep (the deepest a parameter "
+                "value may be, promptimus.core.MAX_VALUE_DEPTH)"
+            )
+            raise CheckpointTooDeep(f"{source} has {what}; no module can load it.")
+        todo.extend((child, tables, lists) for child in children)
+
+
 def _parse_toml(text: str, source: str) -> dict[str, Any]:
     try:
-        return tomllib.loads(text)
+        data = tomllib.loads(text)
     except ValueError as exc:  # TOMLDecodeError, or an integer beyond Python's digit limit
         raise CheckpointSyntaxError(
             f"{source} is not valid TOML: {exc}. Fix the file at that line and load it again."
         ) from None
+    except RecursionError:  # tomllib parses nested arrays and inline tables recursively
+        raise CheckpointTooDeep(
+            f"{source} nests arrays or inline tables thousands of levels deep; no module can "
+            f"load it (values nest at most {MAX_VALUE_DEPTH} deep)."
+        ) from None
+    check_nesting(data, source)
+    return data
+
+
+@dataclass
+class _Expansion:
+    """Shared by every file one load reads: the limits, and each referenced file's resolved
+    value, so a file referenced from many places is read and resolved once."""
+
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES
+    max_expanded_chars: int = DEFAULT_MAX_EXPANDED_CHARS
+    resolved: dict[tuple[str, tuple[Path, ...]], Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -252,10 +312,28 @@ class _RefContext:
     stack: tuple[str, ...]
     source: str
     exact: bool = True  # format 2: drop one layout newline; else strip newlines as 0.1 did
+    expansion: _Expansion = field(default_factory=_Expansion)
 
 
-def _read_file_reference(target: str, key: str, ctx: _RefContext) -> tuple[str, str, _RefContext]:
-    assert ctx.base_dir is not None
+def _read_text(path: Path, limit: int) -> str:
+    """UTF-8 text of a regular file of at most `limit` bytes (raises `FileRefused`, `OSError`,
+    `UnicodeDecodeError`)."""
+    return read_regular_file(path, limit).decode("utf-8")
+
+
+def _refused(ctx: _RefContext, key: str, what: str, exc: FileRefused) -> CheckpointReferenceError:
+    if "limit" in exc.reason:
+        return ReferenceTooLarge(
+            f"{ctx.source}: {key} references {what}, which {exc.reason}; shrink the file or "
+            "pass a larger max_file_bytes to load()."
+        )
+    return CheckpointReferenceError(
+        f"{ctx.source}: {key} references {what}, which {exc.reason}. Point the reference at a "
+        "regular file."
+    )
+
+
+def _locate_file(target: str, key: str, ctx: _RefContext) -> Path:
     raw = Path(target)
     resolved = (raw if raw.is_absolute() else ctx.base_dir / raw).resolve()
     if not any(resolved.is_relative_to(root) for root in ctx.roots):
@@ -264,8 +342,16 @@ def _read_file_reference(target: str, key: str, ctx: _RefContext) -> tuple[str, 
             f"folder {ctx.roots[0]}. Move the file inside it, or pass allow_paths=[...] to "
             "load() to allow that folder explicitly."
         )
+    return resolved
+
+
+def _read_file_reference(
+    resolved: Path, target: str, key: str, ctx: _RefContext
+) -> tuple[str, _RefContext]:
     try:
-        text = resolved.read_text(encoding="utf-8")
+        text = _read_text(resolved, ctx.expansion.max_file_bytes)
+    except FileRefused as exc:
+        raise _refused(ctx, key, repr(target), exc) from None
     except UnicodeDecodeError as exc:
         raise CheckpointReferenceError(
             f"{ctx.source}: {key} references {target!r}, which is not UTF-8 text "
@@ -277,10 +363,11 @@ def _read_file_reference(target: str, key: str, ctx: _RefContext) -> tuple[str, 
             f"({exc.strerror or exc}); check the path (relative to {ctx.base_dir})."
         ) from None
     nested = _RefContext(resolved.parent, ctx.roots, ctx.stack, str(resolved))
-    return str(resolved), text, nested
+    nested.expansion = ctx.expansion
+    return text, nested
 
 
-def _read_pkg_reference(target: str, key: str, ctx: _RefContext) -> tuple[str, str, _RefContext]:
+def _pkg_resource(target: str, key: str, ctx: _RefContext) -> Any:
     package, _, rest = target.rpartition(".")
     package, _, stem = package.rpartition(".")
     if not package or not stem or not rest:
@@ -296,32 +383,69 @@ def _read_pkg_reference(target: str, key: str, ctx: _RefContext) -> tuple[str, s
             "${pkg:package.subpackage.file.ext}. Use ${file:...} for other files."
         )
     try:
-        resource = importlib.resources.files(package).joinpath(f"{stem}.{rest}")
-        text = resource.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise CheckpointReferenceError(
-            f"{ctx.source}: {key} references package file {target!r}, which is not UTF-8 text "
-            f"({exc.reason} at byte {exc.start}); save that file as UTF-8."
-        ) from None
+        return importlib.resources.files(package).joinpath(f"{stem}.{rest}")
     except (ModuleNotFoundError, OSError, TypeError) as exc:
         raise CheckpointReferenceError(
             f"{ctx.source}: {key} references package file {target!r}, which cannot be read "
             f"({exc}); check that the package is installed and ships that file."
         ) from None
+
+
+def _read_pkg_reference(
+    resource: Any, target: str, key: str, ctx: _RefContext
+) -> tuple[str, _RefContext]:
+    limit = ctx.expansion.max_file_bytes
+    what = f"package file {target!r}"
+    try:
+        if isinstance(resource, Path):  # an installed package on disk: the bounded reader
+            text = _read_text(resource, limit)
+        else:  # a zip import or another loader: bounded by reading at most limit + 1 bytes
+            with resource.open("rb") as handle:
+                data = handle.read(limit + 1)
+            if len(data) > limit:
+                raise FileRefused(f"is more than the limit of {limit} bytes")
+            text = data.decode("utf-8")
+    except FileRefused as exc:
+        raise _refused(ctx, key, what, exc) from None
+    except UnicodeDecodeError as exc:
+        raise CheckpointReferenceError(
+            f"{ctx.source}: {key} references {what}, which is not UTF-8 text "
+            f"({exc.reason} at byte {exc.start}); save that file as UTF-8."
+        ) from None
+    except (OSError, TypeError) as exc:
+        raise CheckpointReferenceError(
+            f"{ctx.source}: {key} references {what}, which cannot be read "
+            f"({exc}); check that the package is installed and ships that file."
+        ) from None
     folder = Path(str(resource)).parent
     nested = _RefContext(folder, (folder.resolve(),), ctx.stack, f"pkg:{target}")
-    return f"pkg:{target}", text, nested
+    nested.expansion = ctx.expansion
+    return text, nested
 
 
 class _ModuleDict(dict[str, Any]):
-    """A module dict built by the reader (as opposed to a TOML table still to convert)."""
+    """A module dict built by the reader (as opposed to a TOML table still to convert).
+    `size` counts its characters with references expanded, `height` its levels of tables."""
+
+    size: int = 0
+    height: int = 0
 
 
 def _drop_layout_newline(text: str) -> str:
     return text[:-1] if text.endswith("\n") else text
 
 
-def _resolve_string(value: str, key: str, ctx: _RefContext) -> Any:
+def _value_size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, list):  # nesting already bounded by check_nesting
+        return 1 + sum(_value_size(item) for item in value)
+    return 1
+
+
+def _resolve_string(value: str, key: str, ctx: _RefContext, depth: int = 0) -> Any:
+    """The value a stored string stands for; `depth` is the number of tables above the one
+    holding it (a `.toml` reference becomes a table one level deeper)."""
     value = _drop_layout_newline(value) if ctx.exact else value.strip("\n")
     if not _REFERENCE_SHAPE.fullmatch(value):
         return value
@@ -330,32 +454,73 @@ def _resolve_string(value: str, key: str, ctx: _RefContext) -> Any:
     match = _REFERENCE.fullmatch(value)
     assert match is not None
     kind, target = match.groups()
-    reader = _read_file_reference if kind == "file" else _read_pkg_reference
-    identity, text, nested = reader(target.strip(), key, ctx)
+    target = target.strip()
+    location: Any
+    if kind == "file":
+        location = _locate_file(target, key, ctx)
+        identity, roots = str(location), ctx.roots
+    else:
+        location = _pkg_resource(target, key, ctx)
+        identity, roots = f"pkg:{target}", ()
     if identity in ctx.stack:
         chain = " -> ".join([*ctx.stack, identity])
         raise CheckpointReferenceError(f"Reference cycle: {chain}. Break the loop in those files.")
-    if not identity.endswith(".toml"):
-        return _drop_layout_newline(text)
-    nested.stack = (*ctx.stack, identity)
-    nested.exact = is_exact_format(text, identity)
-    return _resolve_table(_parse_toml(text, identity), key, nested)
+    cache = ctx.expansion.resolved
+    result = cache.get((identity, roots))
+    if result is None:
+        if kind == "file":
+            text, nested = _read_file_reference(location, target, key, ctx)
+        else:
+            text, nested = _read_pkg_reference(location, target, key, ctx)
+        if identity.endswith(".toml"):
+            nested.stack = (*ctx.stack, identity)
+            nested.exact = is_exact_format(text, identity)
+            result = _resolve_table(_parse_toml(text, identity), key, nested)
+        else:
+            result = _drop_layout_newline(text)
+        cache[(identity, roots)] = result
+    if isinstance(result, _ModuleDict) and depth + 1 + result.height > MAX_MODULE_DEPTH:
+        raise CheckpointTooDeep(
+            f"{ctx.source}: {key} references {identity}, whose tables reach "
+            f"{depth + 1 + result.height} levels deep there, more than a module tree may be "
+            f"({MAX_MODULE_DEPTH}, promptimus.core.MAX_MODULE_DEPTH)."
+        )
+    return result
 
 
-def _resolve_table(table: Mapping[str, Any], prefix: str, ctx: _RefContext) -> dict[str, Any]:
-    """Turn a parsed TOML table into a module dict, resolving references on the way."""
+def _resolve_table(
+    table: Mapping[str, Any], prefix: str, ctx: _RefContext, depth: int = 0
+) -> _ModuleDict:
+    """Turn a parsed TOML table into a module dict, resolving references on the way. Nesting
+    is bounded (check_nesting, and the height check on references), so recursion is safe."""
     params: dict[str, Any] = {}
     submodules: dict[str, Any] = {}
+    size = height = 0
     for name, value in table.items():
         key = f"{prefix}.{name}" if prefix else name
+        size += len(name) + 1
         if isinstance(value, str):
-            value = _resolve_string(value, key, ctx)
+            value = _resolve_string(value, key, ctx, depth)
         if isinstance(value, Mapping):
-            resolved = isinstance(value, _ModuleDict)  # a .toml reference, already converted
-            submodules[name] = value if resolved else _resolve_table(value, key, ctx)
+            if not isinstance(value, _ModuleDict):  # a .toml reference is converted already
+                value = _resolve_table(value, key, ctx, depth + 1)
+            submodules[name] = value
+            size += value.size
+            height = max(height, value.height + 1)
         else:
             params[name] = value
-    return _ModuleDict(params=params, submodules=submodules)
+            size += _value_size(value)
+    limit = ctx.expansion.max_expanded_chars
+    if size > limit:
+        raise ReferenceTooLarge(
+            f"{ctx.source}: {prefix or 'the checkpoint'} expands to more than {limit} characters "
+            "with its ${file:}/${pkg:} references resolved (a file counts at every place that "
+            "references it). Reference fewer or smaller files, or pass a larger "
+            "max_expanded_chars to load()."
+        )
+    result = _ModuleDict(params=params, submodules=submodules)
+    result.size, result.height = size, height
+    return result
 
 
 def _roots(base_dir: Path, allow_paths: Iterable[str | os.PathLike[str]]) -> tuple[Path, ...]:
@@ -369,22 +534,39 @@ def module_dict_from_toml_str(
     base_path: str | os.PathLike[str] | None = None,
     allow_paths: Iterable[str | os.PathLike[str]] = (),
     source: str = "checkpoint",
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_expanded_chars: int = DEFAULT_MAX_EXPANDED_CHARS,
 ) -> dict[str, Any]:
     """Parse checkpoint TOML into a module dict (`{"params", "submodules"}`).
 
     `${file:...}` references resolve against `base_path` (default: the current folder) and may not
-    leave it unless a folder in `allow_paths` contains the target.
+    leave it unless a folder in `allow_paths` contains the target. Only regular files of at most
+    `max_file_bytes` are read; the whole result, every reference expanded, may hold at most
+    `max_expanded_chars` characters (`ReferenceTooLarge`). A file referenced from several places
+    is read once, and those places share one (read-only) dict.
     """
     base = Path(base_path) if base_path is not None else Path.cwd()
     ctx = _RefContext(base, _roots(base, allow_paths), (), source, is_exact_format(text, source))
+    ctx.expansion = _Expansion(max_file_bytes, max_expanded_chars)
     return _resolve_table(_parse_toml(text, source), "", ctx)
 
 
 def read_checkpoint(
-    path: Path, allow_paths: Iterable[str | os.PathLike[str]] = ()
+    path: Path,
+    allow_paths: Iterable[str | os.PathLike[str]] = (),
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    max_expanded_chars: int = DEFAULT_MAX_EXPANDED_CHARS,
 ) -> dict[str, Any]:
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _read_text(path, max_file_bytes)
+    except FileRefused as exc:
+        if "limit" in exc.reason:
+            raise ReferenceTooLarge(
+                f"Checkpoint {path} {exc.reason}; pass a larger max_file_bytes to load()."
+            ) from None
+        raise CheckpointError(f"Cannot read checkpoint {path}: it {exc.reason}.") from None
     except UnicodeDecodeError as exc:
         raise CheckpointSyntaxError(f"{path} is not UTF-8 text ({exc.reason}).") from None
     except OSError as exc:
@@ -394,42 +576,38 @@ def read_checkpoint(
     ctx = _RefContext(
         base, _roots(base, allow_paths), stack, str(path), is_exact_format(text, str(path))
     )
+    ctx.expansion = _Expansion(max_file_bytes, max_expanded_chars)
     return _resolve_table(_parse_toml(text, str(path)), "", ctx)
 
 
 def atomic_write_text(path: Path, text: str) -> None:
-    """Write UTF-8 text so that readers see the old file or the new one, never a mix."""
-    data = text.encode("utf-8")
-    directory = path.parent if path.parent != Path("") else Path(".")
+    """Write UTF-8 text so that readers see the old file or the new one, never a mix. Every
+    failure is a `CheckpointWriteError`; the old file is then left as it was."""
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CheckpointWriteError(
+            f"Cannot save checkpoint {path}: the text has an unpaired surrogate "
+            f"({text[max(exc.start - 20, 0) : exc.start]!r} is followed by one), which UTF-8 "
+            "cannot hold; rename the key or fix the value that has it."
+        ) from None
+    try:
+        atomic_write_bytes(path, data)
     except OSError as exc:
-        raise CheckpointError(
-            f"Cannot save checkpoint {path}: cannot create a file in {directory} "
-            f"({exc.strerror or exc}); create that folder or make it writable."
+        if isinstance(exc, IsADirectoryError) or path.is_dir():
+            hint = "it is a folder; save to a file path inside it instead"
+        elif exc.errno == errno.EFBIG:
+            hint = "the file would exceed the file-size limit (ulimit -f); raise the limit"
+        elif exc.errno == errno.ENOSPC:
+            hint = "the disk is full; free some space"
+        elif not path.parent.is_dir():
+            hint = f"the folder {path.parent} does not exist; create that folder first"
+        else:
+            hint = "check that the folder is writable"
+        raise CheckpointWriteError(
+            f"Cannot save checkpoint {path}: {exc.strerror or exc}; {hint}. The previous file, "
+            "if any, is unchanged."
         ) from exc
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        try:
-            mode = path.stat().st_mode & 0o777
-        except FileNotFoundError:
-            mode = 0o644
-        os.chmod(tmp_name, mode)
-        os.replace(tmp_name, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp_name)
-        raise
-    if hasattr(os, "O_DIRECTORY"):
-        with contextlib.suppress(OSError):
-            dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-            try:
-                os.fsync(dir_fd)
-            finally:
-                os.close(dir_fd)
 
 
 # --------------------------------------------------------------------------------------- loading

@@ -23,6 +23,7 @@ from ..errors import (
     EmbedderNotSet,
     LLMNotSet,
     ModuleError,
+    ModuleTooDeep,
     ProviderNotSet,
     RecursiveModule,
     RerankerNotSet,
@@ -31,6 +32,7 @@ from ..errors import (
 )
 from . import checkpoint_saving, checkpointing
 from .hooks import RemovableHandle, active_interceptors, maybe_await
+from .limits import MAX_MODULE_DEPTH
 from .parameters import UNSET, Parameter, copy_value, owner_path
 
 if TYPE_CHECKING:
@@ -162,6 +164,13 @@ class Module(ABC):
         object.__delattr__(self, name)
 
     def _register(self, name: str, value: Parameter[Any] | Module) -> None:
+        try:
+            name.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ModuleError(
+                f"Cannot register {name!r} on {self._where()}: the name has an unpaired "
+                "surrogate, which a UTF-8 checkpoint cannot hold; use another name."
+            ) from None
         if isinstance(value, Module):
             if "_owners" not in value.__dict__:
                 raise ModuleError(
@@ -169,6 +178,7 @@ class Module(ABC):
                     "was never initialised; call `super().__init__()` at the start of its __init__."
                 )
             self._check_no_cycle(name, value)
+            self._check_depth(name, value)
         if name in self._parameters or name in self._submodules:
             old = self._member(name)
             if old is value:
@@ -220,8 +230,20 @@ class Module(ABC):
                     seen.add(id(owner))
                     todo.append(owner)
 
+    def _check_depth(self, name: str, child: Module) -> None:
+        depth = _levels(self, Module._live_owners) + 1 + _levels(child, Module.children)
+        if depth > MAX_MODULE_DEPTH:
+            raise ModuleTooDeep(
+                f"Cannot register {child._where()} as {name!r} under {self._where()}: the tree "
+                f"would be {depth} modules deep, more than the limit of {MAX_MODULE_DEPTH} "
+                "(promptimus.core.MAX_MODULE_DEPTH) that keeps saving, loading, repr and copies "
+                "of a tree within Python's recursion limit. Flatten the tree (a ModuleList holds "
+                "any number of modules side by side)."
+            )
+
     def _attach(self, owner: Module, name: str) -> None:
-        self._owners.append((weakref.ref(owner), name))
+        # setdefault: unpickling may attach a parent to a child whose state is still to come
+        self.__dict__.setdefault("_owners", []).append((weakref.ref(owner), name))
 
     def _detach(self, owner: Module, name: str) -> None:
         self._owners[:] = [(r, n) for r, n in self._owners if not (r() is owner and n == name)]
@@ -244,6 +266,30 @@ class Module(ABC):
         for name, member in (*clone._parameters.items(), *clone._submodules.items()):
             member._attach(clone, name)
         return clone
+
+    def __copy__(self) -> Self:
+        # what `copy.copy` did before `__getstate__` existed: a shallow copy sharing everything
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        return clone
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickling (multiprocessing, caches, `torch.save`-like habits) keeps the tree, its values
+        and hooks, but not the providers: clients hold connections and keys, which must not
+        travel in a pickle. Set them again on the unpickled tree (`with_llm(...)`). For files
+        meant to last or be read by people, save a checkpoint (`save()`) instead."""
+        state = dict(self.__dict__)
+        state["_owners"] = []  # weak references; each parent re-attaches in its __setstate__
+        state["_providers"] = {}
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        owners = self.__dict__.get("_owners", [])  # a parent may have attached already
+        for key, value in state.items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "_owners", owners)
+        for name, member in (*self._parameters.items(), *self._submodules.items()):
+            member._attach(self, name)
 
     def _live_owners(self) -> Iterator[Module]:
         for ref, _ in self._owners:
@@ -544,6 +590,20 @@ class Module(ABC):
         body = "".join(f"\n  {line}" for line in lines)
         head = f"{type(self).__name__}({extra}" if extra else f"{type(self).__name__}("
         return f"{head}{body}\n)"
+
+
+def _levels(start: Module, step: Callable[[Module], Iterable[Module]]) -> int:
+    """How many times `step` (parents, or children) can be taken from `start` in a row: the
+    length of the longest chain, found level by level (no recursion; a level never has
+    duplicates, so diamonds cost no more than trees). Stops counting past the depth limit."""
+    level, frontier = 0, [start]
+    while level <= MAX_MODULE_DEPTH:
+        found = {id(node): node for current in frontier for node in step(current)}
+        if not found:
+            return level
+        level += 1
+        frontier = list(found.values())
+    return level
 
 
 # The original promptimus defined `ModuleDict` in this file.

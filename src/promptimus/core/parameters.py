@@ -10,6 +10,7 @@ import weakref
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
 from ..errors import InvalidParameterValue, ParamNotSet
+from .limits import MAX_VALUE_DEPTH
 
 if TYPE_CHECKING:
     from .module import Module
@@ -24,12 +25,14 @@ class _Unset:
     def __repr__(self) -> str:
         return "<unset>"
 
+    def __reduce__(self) -> str:
+        return "UNSET"  # unpickles as the module's singleton, so `is UNSET` keeps working
+
 
 UNSET: Any = _Unset()
 
-# Below this size every int converts to decimal text whatever `sys.set_int_max_str_digits` says
-# (its smallest allowed limit is 640 digits, about 2100 bits).
-_MAX_INT_BITS = 2000
+# TOML integers are 64-bit: other parsers (and TOML-based tools) reject a file holding more.
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 
 
 def copy_value(value: Any) -> Any:
@@ -42,39 +45,46 @@ def copy_value(value: Any) -> Any:
 def check_value(value: Any, where: str = "a Parameter") -> Any:
     """Return `value` if a checkpoint can hold it exactly, else raise `InvalidParameterValue`.
 
-    Checkpoints hold str, int, float, bool and (nested) lists of these. Strings must be encodable
-    as UTF-8 (no lone surrogates), so a value that is accepted here always saves.
+    Checkpoints hold str, 64-bit int, float, bool and lists of these nested at most
+    `MAX_VALUE_DEPTH` deep. Strings must be encodable as UTF-8 (no lone surrogates), so a value
+    that is accepted here always saves, and every TOML parser reads it back.
     """
-    if isinstance(value, bool | float):
-        return value
-    if isinstance(value, int):
-        # Beyond Python's int<->str digit limit the value could be neither written nor hashed.
-        if value.bit_length() > _MAX_INT_BITS:
-            try:
-                str(value)
-            except ValueError:
+    todo: list[tuple[Any, int]] = [(value, 0)]  # (item, lists around it); no recursion
+    while todo:
+        item, depth = todo.pop()
+        if isinstance(item, bool | float):
+            continue
+        if isinstance(item, int):
+            if not INT64_MIN <= item <= INT64_MAX:
                 raise InvalidParameterValue(
-                    f"{where} got an integer too large to write as decimal text "
-                    f"({value.bit_length()} bits); store it as a string instead."
+                    f"{where} got an integer outside the 64-bit range TOML allows "
+                    f"({item.bit_length()} bits); other TOML readers would reject the file. "
+                    "Store it as a string (or as a float, if an approximation will do)."
+                )
+            continue
+        if isinstance(item, str):
+            try:
+                item.encode("utf-8")
+            except UnicodeEncodeError as exc:
+                raise InvalidParameterValue(
+                    f"{where} got a string with an unpaired surrogate at index {exc.start}; "
+                    "checkpoints are UTF-8, so remove or replace that character."
                 ) from None
-        return value
-    if isinstance(value, str):
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError as exc:
-            raise InvalidParameterValue(
-                f"{where} got a string with an unpaired surrogate at index {exc.start}; "
-                "checkpoints are UTF-8, so remove or replace that character."
-            ) from None
-        return value
-    if isinstance(value, list):
-        for item in value:
-            check_value(item, where)
-        return value
-    raise InvalidParameterValue(
-        f"{where} cannot hold a value of type {type(value).__name__}; use str, int, float, bool "
-        "or a list of these (convert tuples to lists, serialise objects to text yourself)."
-    )
+            continue
+        if isinstance(item, list):
+            if depth + 1 > MAX_VALUE_DEPTH:
+                raise InvalidParameterValue(
+                    f"{where} got lists nested more than {MAX_VALUE_DEPTH} deep "
+                    "(promptimus.core.MAX_VALUE_DEPTH); flatten the value or store it as text."
+                )
+            todo.extend((child, depth + 1) for child in item)
+            continue
+        raise InvalidParameterValue(
+            f"{where} cannot hold a value of type {type(item).__name__}; use str, int, float, "
+            "bool or a list of these (convert tuples to lists, serialise objects to text "
+            "yourself)."
+        )
+    return value
 
 
 def _canonical(value: Any) -> Any:
@@ -172,6 +182,15 @@ class Parameter(Generic[T]):
         clone._owners = []
         clone.frozen = self.frozen
         return clone
+
+    def __getstate__(self) -> dict[str, Any]:
+        # owners are weak references (not picklable); the unpickled module re-attaches its own
+        return {"value": self._value, "frozen": self.frozen}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._value = state["value"]
+        self._owners = []
+        self.frozen = state["frozen"]
 
     def _attach(self, owner: Module, name: str) -> None:
         self._owners.append((weakref.ref(owner), name))

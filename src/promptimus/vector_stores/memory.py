@@ -13,12 +13,10 @@ Scores (higher is better), the same as the Chroma plugin's:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import io
 import json
 import math
 import os
-import tempfile
 import threading
 import zipfile
 from collections import Counter
@@ -653,18 +651,12 @@ def _read_header(path: Path) -> dict[str, Any]:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
+    # the core's writer names its temporary files by writer, so a save after a crash (kill -9
+    # during an autosave) removes what the dead writer left
+    from ..core.checkpoint_files import atomic_write_bytes
+
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    atomic_write_bytes(path, data)
 
 
 def _clean_metadata(metadata: Metadata | None) -> Metadata:
