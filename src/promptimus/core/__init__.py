@@ -3,11 +3,21 @@
 from .checkpointing import module_dict_from_toml_str, module_dict_to_toml_str
 from .containers import ModuleDict, ModuleList
 from .hooks import RemovableHandle, register_module_call_interceptor
+from .limits import (
+    DEFAULT_MAX_EXPANDED_CHARS,
+    DEFAULT_MAX_FILE_BYTES,
+    MAX_MODULE_DEPTH,
+    MAX_VALUE_DEPTH,
+)
 from .module import IncompatibleKeys, Module
 from .parameters import Parameter
 from .session import Session, current_session
 
 __all__ = [
+    "DEFAULT_MAX_EXPANDED_CHARS",
+    "DEFAULT_MAX_FILE_BYTES",
+    "MAX_MODULE_DEPTH",
+    "MAX_VALUE_DEPTH",
     "IncompatibleKeys",
     "Module",
     "ModuleDict",

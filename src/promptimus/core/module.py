@@ -32,7 +32,7 @@ from ..errors import (
 )
 from . import checkpoint_saving, checkpointing
 from .hooks import RemovableHandle, active_interceptors, maybe_await
-from .limits import MAX_MODULE_DEPTH
+from .limits import DEFAULT_MAX_EXPANDED_CHARS, DEFAULT_MAX_FILE_BYTES, MAX_MODULE_DEPTH
 from .parameters import UNSET, Parameter, copy_value, owner_path
 
 if TYPE_CHECKING:
@@ -556,13 +556,24 @@ class Module(ABC):
         path: str | os.PathLike[str],
         strict: bool = True,
         allow_paths: Iterable[str | os.PathLike[str]] = (),
+        *,
+        max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+        max_expanded_chars: int = DEFAULT_MAX_EXPANDED_CHARS,
     ) -> Self:
         """Load a TOML checkpoint, resolving `${file:...}`/`${pkg:...}` references.
 
         `${file:}` references may only read inside the checkpoint's folder, or inside a folder in
-        `allow_paths`.
+        `allow_paths`. Only regular files are read (a FIFO or device is refused, never waited
+        on), each at most `max_file_bytes`; a file referenced from several places is read once,
+        and the checkpoint with every reference expanded may hold at most `max_expanded_chars`
+        characters (`ReferenceTooLarge`), so nested references cannot multiply into gigabytes.
         """
-        data = checkpointing.read_checkpoint(Path(path), allow_paths=allow_paths)
+        data = checkpointing.read_checkpoint(
+            Path(path),
+            allow_paths=allow_paths,
+            max_file_bytes=max_file_bytes,
+            max_expanded_chars=max_expanded_chars,
+        )
         return self.load_dict(data, strict=strict)
 
     def digest(self) -> str:
