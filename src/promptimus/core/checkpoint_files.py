@@ -59,12 +59,16 @@ def read_regular_file(path: Path, limit: int | None = DEFAULT_MAX_FILE_BYTES) ->
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     flags |= getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
     fd = os.open(path, flags)
-    with os.fdopen(fd, "rb") as handle:
-        info = os.fstat(fd)
+    try:
+        info = os.fstat(fd)  # the opened file itself: no window for a swap after a check
         if not stat.S_ISREG(info.st_mode):
             raise FileRefused(f"is {_kind(info.st_mode)}; only regular files can be read")
         if limit is not None and info.st_size > limit:
             raise FileRefused(f"is {info.st_size} bytes, more than the limit of {limit} bytes")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as handle:
         data = handle.read() if limit is None else handle.read(limit + 1)
     if limit is not None and len(data) > limit:  # it grew while being read
         raise FileRefused(f"is more than the limit of {limit} bytes")
