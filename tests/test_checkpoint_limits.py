@@ -32,6 +32,7 @@ from promptimus.errors import (
     CheckpointMismatch,
     CheckpointReferenceError,
     CheckpointTooDeep,
+    CheckpointWriteError,
     InvalidParameterValue,
     ModuleError,
     ModuleTooDeep,
@@ -99,6 +100,20 @@ def test_checkpoint_that_is_a_fifo_is_refused_without_blocking(tmp_path: Path) -
     os.mkfifo(fifo)
     with pytest.raises(pm.errors.CheckpointError, match="FIFO"):
         bounded(lambda: reference_tree().load(fifo))
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_saving_onto_a_fifo_is_a_named_error_not_a_hang(tmp_path: Path) -> None:
+    target = tmp_path / "c.toml"
+    os.mkfifo(target)
+
+    def unblock() -> None:
+        with contextlib.suppress(OSError):
+            os.close(os.open(target, os.O_WRONLY | os.O_NONBLOCK))
+
+    with pytest.raises(CheckpointWriteError, match="FIFO"):
+        bounded(lambda: reference_tree().save(target), on_timeout=unblock)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.toml"]
 
 
 @pytest.mark.skipif(not Path("/dev/zero").exists(), reason="needs /dev/zero")
