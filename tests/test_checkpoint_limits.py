@@ -23,6 +23,7 @@ from promptimus.core import (
     MAX_VALUE_DEPTH,
     Module,
     ModuleDict,
+    ModuleList,
     Parameter,
     checkpointing,
     module_dict_from_toml_str,
@@ -275,7 +276,11 @@ def test_a_tree_deeper_than_the_limit_is_refused_at_registration() -> None:
     mid.fits = chain_of(MAX_MODULE_DEPTH // 2 - 1)[0]
     assert len(list(top.named_modules())) == MAX_MODULE_DEPTH + 1
     with pytest.raises(ModuleTooDeep):
-        ModuleDict({"x": root})["y"] = Box()  # via a container: 1 + the root's 100 levels
+        ModuleDict({"x": root})  # via a container: 1 + the root's 100 levels
+    listed = ModuleList([Box(), Box()])
+    with pytest.raises(ModuleTooDeep):
+        listed.insert(0, root)  # refused before the list is rebuilt: nothing half applied
+    assert len(listed) == 2 and all(len(m._submodules) == 0 for m in listed)
     assert len(list(root.named_modules())) == MAX_MODULE_DEPTH + 1
 
 

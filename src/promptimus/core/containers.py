@@ -105,8 +105,9 @@ class ModuleList(Module, MutableSequence[Module]):
         return list(self._submodules.values())
 
     def _rebuild(self, items: list[Module]) -> None:
-        for index, module in enumerate(items):  # refuse cycles before touching anything
+        for index, module in enumerate(items):  # refuse cycles and depth before any change
             self._check_no_cycle(str(index), module)
+            self._check_depth(str(index), module)
         for name in list(self._submodules):
             self._unregister(name)
         for index, module in enumerate(items):
