@@ -250,23 +250,13 @@ def checkpoint_text(data: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------------------- reading
 
 
-def check_nesting(data: Any, source: str) -> None:
-    """Refuse parsed TOML that nests tables deeper than a module tree or lists deeper than a
-    value may be (`CheckpointTooDeep`), before any recursive walk meets it."""
-    todo: list[tuple[Any, int, int]] = [(data, 0, 0)]  # (node, tables above, lists above)
+def check_nesting(data: dict[str, Any], source: str) -> None:
+    """Refuse parsed TOML (plain dicts and lists, as tomllib returns) that nests tables deeper
+    than a module tree or lists deeper than a value may be (`CheckpointTooDeep`), before any
+    recursive walk meets it."""
+    todo: list[tuple[Any, int, int]] = [(data, 0, 0)]  # (container, tables, lists) to it
     while todo:
         node, tables, lists = todo.pop()
-        if isinstance(node, Mapping):
-            if lists:  # an inline table inside an array counts as one more list level
-                lists += 1
-            elif node is not data:
-                tables += 1
-            children: Iterable[Any] = node.values()
-        elif isinstance(node, list):
-            lists += 1
-            children = node
-        else:
-            continue
         if tables > MAX_MODULE_DEPTH or lists > MAX_VALUE_DEPTH:
             what = (
                 f"tables nested more than {MAX_MODULE_DEPTH} deep (the deepest a module tree "
@@ -276,7 +266,12 @@ def check_nesting(data: Any, source: str) -> None:
                 "value may be, promptimus.core.MAX_VALUE_DEPTH)"
             )
             raise CheckpointTooDeep(f"{source} has {what}; no module can load it.")
-        todo.extend((child, tables, lists) for child in children)
+        for child in node.values() if type(node) is dict else node:
+            kind = type(child)
+            if kind is list or (kind is dict and lists):  # an inline table in an array: a level
+                todo.append((child, tables, lists + 1))
+            elif kind is dict:
+                todo.append((child, tables + 1, lists))
 
 
 def _parse_toml(text: str, source: str) -> dict[str, Any]:

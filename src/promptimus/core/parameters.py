@@ -49,6 +49,8 @@ def check_value(value: Any, where: str = "a Parameter") -> Any:
     `MAX_VALUE_DEPTH` deep. Strings must be encodable as UTF-8 (no lone surrogates), so a value
     that is accepted here always saves, and every TOML parser reads it back.
     """
+    if type(value) is str and value.isascii():  # the common case, checked at once
+        return value
     todo: list[tuple[Any, int]] = [(value, 0)]  # (item, lists around it); no recursion
     while todo:
         item, depth = todo.pop()
