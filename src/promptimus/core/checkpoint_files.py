@@ -23,7 +23,6 @@ import contextlib
 import hashlib
 import os
 import re
-import secrets
 import stat
 from pathlib import Path
 
@@ -88,7 +87,7 @@ _HOST_TAG = _host_tag()
 
 def temp_name(target: Path) -> str:
     """A fresh temporary file name for writing `target` from this process."""
-    return f".{target.name}.{_HOST_TAG}-{os.getpid()}-{secrets.token_hex(6)}.tmp"
+    return f".{target.name}.{_HOST_TAG}-{os.getpid()}-{os.urandom(6).hex()}.tmp"
 
 
 def _pid_alive(pid: int) -> bool:
