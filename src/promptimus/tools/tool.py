@@ -34,10 +34,12 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import importlib
 import inspect
 import json
 import math
 import re
+import sys
 import warnings
 from collections.abc import Callable, Coroutine, Iterable
 from dataclasses import dataclass
@@ -236,6 +238,28 @@ class _ModuleInput:
     param: str
     as_text: bool  # forward accepts a str
     as_list: bool  # forward accepts list[Message]
+
+
+@dataclass(frozen=True, slots=True)
+class _FunctionByName:
+    module: str
+    qualname: str
+
+    def resolve(self) -> Any:
+        owner: Any = importlib.import_module(self.module)
+        for part in self.qualname.split("."):
+            owner = getattr(owner, part)
+        return owner._fn if isinstance(owner, Tool) else owner
+
+
+def _shadowed_by(fn: Any, tool: Tool) -> bool:
+    """Whether `fn` is reachable by its module and qualified name only through `tool`."""
+    if not inspect.isfunction(fn) or "<locals>" in fn.__qualname__:
+        return False
+    owner: Any = sys.modules.get(fn.__module__)
+    for part in fn.__qualname__.split("."):
+        owner = getattr(owner, part, None)
+    return owner is tool
 
 
 class Tool(Module):
@@ -447,6 +471,22 @@ class Tool(Module):
         schema = json.dumps(self.parameters_schema, ensure_ascii=False, separators=(",", ":"))
         head = f"{self._name}: {self.description.value}" if self.description.value else self._name
         return f"{head}\n  Arguments (JSON schema): {schema}"
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = super().__getstate__()
+        fn = state.get("_fn")
+        if _shadowed_by(fn, self):
+            # `@Tool.decorate` put this tool where the function was, so pickle (which finds
+            # functions by name) would find the tool: send the name and take the function back
+            # from the tool found there on unpickling.
+            state["_fn"] = _FunctionByName(fn.__module__, fn.__qualname__)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        fn = state.get("_fn")
+        if isinstance(fn, _FunctionByName):
+            state = {**state, "_fn": fn.resolve()}
+        super().__setstate__(state)
 
     def extra_repr(self) -> str:
         timeout = f", timeout={self.timeout:g}" if self.timeout is not None else ""

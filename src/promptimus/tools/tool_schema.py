@@ -278,6 +278,17 @@ class FunctionSchema:
     args: tuple[ArgSpec, ...]
     context_params: tuple[str, ...]
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # The argument model is built at run time, so pickle cannot find it by name: it travels
+        # as its fields and is rebuilt on unpickling (a Tool inside a pickled module tree).
+        fields = {name: (info.annotation, info) for name, info in self.model.model_fields.items()}
+        recipe = (self.model.__name__, dict(self.model.model_config), fields)
+        model: Any = self.model if _importable(self.model) else recipe
+        return (
+            _rebuild_schema,
+            (self.summary, self.parameters, model, self.args, self.context_params),
+        )
+
     def validate(self, arguments: str | dict[str, Any] | None, tool: str) -> dict[str, Any]:
         """Validate model-sent arguments (JSON text or dict); returns `{field: value}` of the
         arguments that were given. Raises `ToolArgumentsError` with a model-readable message."""
@@ -304,6 +315,26 @@ class FunctionSchema:
         values = dict(values)
         positional = [values.pop(s.name) for s in self.args if s.positional_only]
         return positional, values
+
+
+def _importable(cls: type) -> bool:
+    owner: Any = sys.modules.get(cls.__module__)
+    for part in cls.__qualname__.split("."):
+        owner = getattr(owner, part, None)
+    return owner is cls
+
+
+def _rebuild_schema(
+    summary: str,
+    parameters: dict[str, Any],
+    model: Any,
+    args: tuple[ArgSpec, ...],
+    context_params: tuple[str, ...],
+) -> FunctionSchema:
+    if not isinstance(model, type):
+        name, config, fields = model
+        model = create_model(name, __config__=ConfigDict(**config), **fields)
+    return FunctionSchema(summary, parameters, model, args, context_params)
 
 
 def _explain(exc: ValidationError, tool: str) -> str:
