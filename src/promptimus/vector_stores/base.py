@@ -13,7 +13,13 @@ Metadata filters (``where``) use the subset of Chroma's syntax every store under
 Values are ``str``, ``int``, ``float`` or ``bool``; ``$gt``/``$gte``/``$lt``/``$lte`` take numbers.
 A document whose metadata lacks the key fails every condition on it except ``$ne`` and ``$nin``,
 which it passes (as in Chroma). ``True`` never equals ``1``: booleans and numbers are different
-types; ``1`` equals ``1.0``. Anything else raises `InvalidFilter` before the store is touched.
+types; ``1`` equals ``1.0``. Ints fit in 64 bits, floats are finite, keys follow the metadata
+rules of `promptimus.vector_stores.checks` (``#...`` and ``chroma:...`` are reserved, so a filter
+never reaches Chroma's own document field). ``$and``/``$or`` nest at most `MAX_FILTER_DEPTH` (20)
+levels deep, which every store can evaluate (Chroma refuses a little over 60). Anything else raises
+`InvalidFilter` before the store is touched.
+
+`check_insert` and `check_query` are the argument checks every store makes (see ``checks``).
 """
 
 from __future__ import annotations
@@ -24,15 +30,27 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from promptimus.errors import InvalidArgument, InvalidFilter
+from promptimus.vector_stores.checks import (
+    check_embedding,
+    check_insert,
+    check_metadata,
+    reserved_key_reason,
+    scalar_problem,
+)
 
 __all__ = [
     "COMPARISON_OPERATORS",
     "LOGICAL_OPERATORS",
+    "MAX_FILTER_DEPTH",
     "Metadata",
     "SearchHit",
     "VectorStoreProtocol",
     "Where",
+    "check_embedding",
     "check_insert",
+    "check_metadata",
+    "check_n_results",
+    "check_query",
     "compile_where",
     "validate_where",
 ]
@@ -42,6 +60,8 @@ Where = dict[str, Any]
 
 LOGICAL_OPERATORS = frozenset({"$and", "$or"})
 COMPARISON_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"})
+#: How deep ``$and``/``$or`` may nest: deeper filters raise `InvalidFilter` (never RecursionError).
+MAX_FILTER_DEPTH = 20
 _ORDERING = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
 
 
@@ -105,37 +125,24 @@ class VectorStoreProtocol(Protocol):
 # --- filters -------------------------------------------------------------------------------------
 
 Predicate = Callable[[Mapping[str, Any]], bool]
-_SCALARS = (str, int, float, bool)
 
 
-def check_insert(
-    embeddings: list[list[float]] | None,
-    documents: list[str],
-    ids: list[str],
-    metadatas: list[Metadata] | None,
-) -> None:
-    """The argument checks every store's `insert` makes before touching its data: one
-    embedding, document and metadata per id; ids are non-empty str; documents are str.
-    ``embeddings=None`` checks documents stored without embeddings (text search only)."""
-    n = len(ids)
-    counts = (
-        n if embeddings is None else len(embeddings),
-        len(documents),
-        n if metadatas is None else len(metadatas),
-    )
-    if counts != (n, n, n):
-        got_embeddings = "" if embeddings is None else f"{len(embeddings)} embeddings, "
-        raise InvalidArgument(
-            f"insert needs one {'' if embeddings is None else 'embedding, '}document and "
-            f"metadata per id; got {got_embeddings}{len(documents)} documents, {n} ids and "
-            f"{'no' if metadatas is None else len(metadatas)} metadatas."
-        )
-    for doc_id in ids:
-        if not isinstance(doc_id, str) or not doc_id:
-            raise InvalidArgument(f"ids must be non-empty strings, got {doc_id!r}.")
-    for document in documents:
-        if not isinstance(document, str):
-            raise InvalidArgument(f"documents must be str, got {type(document).__name__}.")
+def check_query(
+    embedding: Any, n_results: Any, where: Where | None, dimensions: int | None = None
+) -> Predicate | None:
+    """The argument checks every store's ``search`` makes before touching its data: one usable
+    query vector (of length ``dimensions`` once the store has one), ``n_results`` an int >= 0,
+    a valid filter. Returns the compiled filter (``None`` without one)."""
+    check_n_results(n_results)
+    predicate = compile_where(where)
+    check_embedding(embedding, dimensions)
+    return predicate
+
+
+def check_n_results(n_results: Any) -> None:
+    """Raise `InvalidArgument` unless ``n_results`` is an int >= 0."""
+    if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 0:
+        raise InvalidArgument(f"n_results must be an int >= 0, got {n_results!r}.")
 
 
 def validate_where(where: Where | None) -> None:
@@ -150,7 +157,26 @@ def compile_where(where: Where | None) -> Predicate | None:
     """
     if where is None:
         return None
+    _check_depth(where)
     return _compile(where, "where")
+
+
+def _check_depth(where: Any) -> None:
+    # Iterative, so a filter nested thousands of levels deep (or one that contains itself) is
+    # refused with a named error instead of exhausting the interpreter's stack.
+    stack: list[tuple[Any, int]] = [(where, 0)]
+    while stack:
+        node, depth = stack.pop()
+        if not isinstance(node, Mapping):
+            continue
+        for key, value in node.items():
+            if key in LOGICAL_OPERATORS and isinstance(value, list):
+                if depth + 1 > MAX_FILTER_DEPTH:
+                    raise InvalidFilter(
+                        f"the filter nests '$and'/'$or' more than {MAX_FILTER_DEPTH} levels deep; "
+                        "flatten it: '$and' and '$or' take any number of conditions in one list."
+                    )
+                stack.extend((item, depth + 1) for item in value)
 
 
 def _compile(where: Any, path: str) -> Predicate:
@@ -184,6 +210,9 @@ def _compile_entry(key: Any, value: Any, path: str) -> Predicate:
             f"{path} uses unknown logical operator {key!r}; use '$and' or '$or', "
             "or put comparison operators under a metadata key: {'year': {'$gt': 2020}}."
         )
+    reason = reserved_key_reason(key)
+    if reason is not None:
+        raise InvalidFilter(f"{path} cannot filter on {key!r}: {reason}.")
     if isinstance(value, Mapping):
         return _compile_condition(key, value, f"{path}[{key!r}]")
     _check_scalar(value, f"{path}[{key!r}]")
@@ -217,7 +246,7 @@ def _compile_condition(key: str, condition: Mapping[str, Any], path: str) -> Pre
         if op == "$in":
             return lambda metadata: key in metadata and _normalise(metadata[key]) in members
         return lambda metadata: key not in metadata or _normalise(metadata[key]) not in members
-    if not _is_number(operand):
+    if not _is_number(operand) or scalar_problem(operand) is not None:
         raise InvalidFilter(
             f"{path}[{op!r}] compares numbers, got {operand!r}; "
             "use $eq or $in for strings and booleans."
@@ -227,10 +256,9 @@ def _compile_condition(key: str, condition: Mapping[str, Any], path: str) -> Pre
 
 
 def _check_scalar(value: Any, path: str) -> None:
-    if not isinstance(value, _SCALARS):
-        raise InvalidFilter(
-            f"{path} must be a str, int, float or bool, got {type(value).__name__} ({value!r})."
-        )
+    problem = scalar_problem(value)
+    if problem is not None:
+        raise InvalidFilter(f"{path} is not a usable value: {problem}.")
 
 
 def _is_number(value: Any) -> bool:

@@ -36,6 +36,8 @@ from promptimus.vector_stores.base import (
     SearchHit,
     Where,
     check_insert,
+    check_n_results,
+    check_query,
     compile_where,
 )
 
@@ -48,7 +50,6 @@ Space = Literal["cosine", "l2", "ip"]
 _SPACES = ("cosine", "l2", "ip")
 _FORMAT = "promptimus.InMemoryVectorStore"
 _VERSION = 1
-_METADATA_TYPES = (str, int, float, bool, type(None))
 
 
 class _BM25:
@@ -241,8 +242,7 @@ class InMemoryVectorStore:
     def search_sync(
         self, embedding: list[float], n_results: int = 10, where: Where | None = None
     ) -> list[SearchHit]:
-        predicate = compile_where(where)
-        _check_n(n_results)
+        predicate = check_query(embedding, n_results, where, self._dim)
         import numpy as np
 
         with self._lock:
@@ -251,14 +251,10 @@ class InMemoryVectorStore:
                 return []
             assert self._matrix is not None and self._sq_norms is not None
             query = np.asarray(embedding, dtype=np.float32)
-            if query.ndim != 1 or query.shape[0] != self._dim:
+            if query.shape != (self._dim,):  # the store's length changed since the check
                 raise InvalidEmbedding(
                     f"the query embedding has shape {query.shape}, the store holds vectors of "
                     f"length {self._dim}; embed the query with the embedder used for the documents."
-                )
-            if not np.isfinite(query).all():
-                raise InvalidEmbedding(
-                    "the query embedding contains NaN or infinity; check the embedder."
                 )
             rows = self._matching_rows(predicate, size)
             if rows is not None and rows.size == 0:
@@ -292,7 +288,7 @@ class InMemoryVectorStore:
         if not isinstance(query, str):
             raise InvalidArgument(f"text_search takes a str query, got {type(query).__name__}.")
         predicate = compile_where(where)
-        _check_n(n_results)
+        check_n_results(n_results)
         with self._lock:
             scores = self._bm25.scores(query)
             if predicate is not None:
@@ -336,31 +332,20 @@ class InMemoryVectorStore:
         ids: list[str],
         metadatas: list[Metadata] | None,
     ) -> tuple[bytes, int] | None:
-        check_insert(embeddings, documents, ids, metadatas)
+        check_insert(embeddings, documents, ids, metadatas, dimensions=self._dim)
         n = len(ids)
         if n == 0:
             return None
         clean_metadatas = [_clean_metadata(m) for m in metadatas] if metadatas else [{}] * n
         import numpy as np
 
-        try:
-            vectors = np.asarray(embeddings, dtype=np.float32)
-        except (ValueError, TypeError) as exc:
+        vectors = np.asarray(embeddings, dtype=np.float32)
+        if self._dim is not None and vectors.shape[1] != self._dim:
+            # Another thread's first insert set the length after our check.
             raise InvalidEmbedding(
-                f"embeddings must be equal-length lists of numbers ({exc}); check the embedder."
-            ) from exc
-        if (
-            vectors.ndim != 2
-            or vectors.shape[1] == 0
-            or (self._dim is not None and vectors.shape[1] != self._dim)
-        ):
-            expected = f"length {self._dim}" if self._dim is not None else "equal length"
-            raise InvalidEmbedding(
-                f"embeddings must be vectors of {expected}; got an array of shape "
+                f"embeddings must be vectors of length {self._dim}; got an array of shape "
                 f"{vectors.shape}. Use one embedder (and one `dimensions`) for a store."
             )
-        if not np.isfinite(vectors).all():
-            raise InvalidEmbedding("embeddings contain NaN or infinity; check the embedder.")
         if self.space == "cosine":
             norms = np.linalg.norm(vectors, axis=1, keepdims=True)
             vectors = np.divide(vectors, norms, out=np.zeros_like(vectors), where=norms > 0)
@@ -660,23 +645,11 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 def _clean_metadata(metadata: Metadata | None) -> Metadata:
+    # Checked by check_insert. None means "no value", as in Chroma: the key is dropped, so
+    # filters see it as missing.
     if metadata is None:
         return {}
-    if not isinstance(metadata, dict):
-        raise InvalidArgument(f"each metadata must be a dict, got {type(metadata).__name__}.")
-    for key, value in metadata.items():
-        if not isinstance(key, str) or not isinstance(value, _METADATA_TYPES):
-            raise InvalidArgument(
-                f"metadata {key!r}: {value!r} is not allowed; keys are str and values are str, "
-                "int, float, bool or None (the types every store can filter on)."
-            )
-    # None means "no value", as in Chroma: the key is dropped, so filters see it as missing.
     return {key: value for key, value in metadata.items() if value is not None}
-
-
-def _check_n(n_results: int) -> None:
-    if not isinstance(n_results, int) or n_results < 0:
-        raise InvalidArgument(f"n_results must be an int >= 0, got {n_results!r}.")
 
 
 def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
