@@ -290,6 +290,20 @@ class AgentNestingTooDeep(PromptimusError):
     the allowed depth, usually a tool that calls its own agent."""
 
 
+# --- vector stores: crash recovery (added by the stores helper) ---------------------------------
+
+
+class VectorIndexCorrupted(VectorStoreError):
+    """A store's on-disk vector index cannot be read (for instance after its process was killed
+    mid-write) while its rows are still on disk. The message names the method that rebuilds
+    the index from those rows (Chroma: ``ChromaVectorStore.rebuild()``)."""
+
+
+class VectorStoreRecoveryError(VectorStoreError):
+    """A rebuild could not recover every committed row, so it changed nothing; the message says
+    which rows lack what."""
+
+
 # --- names of the original promptimus 0.1 ------------------------------------------------------
 # `except OldName:` keeps catching what promptimus raises today; each use warns once with the new
 # name. `InvalidToolName` kept its name and is defined above.

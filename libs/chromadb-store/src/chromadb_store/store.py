@@ -17,8 +17,15 @@ import inspect
 from collections.abc import Callable
 from typing import Any, Literal
 
-from promptimus.errors import InvalidArgument, TextSearchUnsupported, VectorStoreError
-from promptimus.vector_stores.base import Metadata, SearchHit, Where, check_insert, validate_where
+from promptimus.errors import (
+    InvalidArgument,
+    InvalidEmbedding,
+    TextSearchUnsupported,
+    VectorIndexCorrupted,
+    VectorStoreError,
+    VectorStoreRecoveryError,
+)
+from promptimus.vector_stores.base import Metadata, SearchHit, Where, check_insert, check_query
 
 __all__ = ["ChromaVectorStore", "Space", "to_chroma_where"]
 
@@ -66,6 +73,7 @@ class ChromaVectorStore:
         self._requested_space = space
         self._collection: Any = None
         self._max_batch: int | None = None
+        self._dim: int | None = None
         self.space: Space | None = None
         """The collection's distance space, known once the collection is open."""
         self._score: Callable[[float], float] = _cosine_score
@@ -133,11 +141,43 @@ class ChromaVectorStore:
 
     async def _call(self, method: str, /, **kwargs: Any) -> Any:
         collection = self._collection
-        if self._is_async:
-            if collection is None:
-                collection = await self._open_async()
-            return await getattr(collection, method)(**kwargs)
-        return await asyncio.to_thread(getattr(collection, method), **kwargs)
+        try:
+            if self._is_async:
+                if collection is None:
+                    collection = await self._open_async()
+                return await getattr(collection, method)(**kwargs)
+            return await asyncio.to_thread(getattr(collection, method), **kwargs)
+        except Exception as exc:
+            named = self._named_error(exc)
+            if named is None:
+                raise
+            raise named from exc
+
+    def _named_error(self, exc: Exception) -> Exception | None:
+        message = str(exc)
+        kind = type(exc).__name__
+        if kind == "InternalError" and "hnsw" in message.lower():
+            return VectorIndexCorrupted(
+                f"the Chroma collection {self.collection_name!r} has a vector index chromadb "
+                "cannot read (typically left by a process killed while writing it); its rows "
+                "are still on disk. Call `await store.rebuild()` (with no other process using "
+                f"the database) to rebuild the index from them. chromadb said: {message}"
+            )
+        if kind == "InvalidArgumentError" and "dimension" in message:
+            return InvalidEmbedding(
+                f"the Chroma collection {self.collection_name!r} holds vectors of another "
+                f"length ({message}); use one embedder (and one `dimensions`) for a store."
+            )
+        return None
+
+    async def _dimensions(self) -> int | None:
+        """The length of the collection's vectors (``None`` while it is empty)."""
+        if self._dim is None:
+            found = await self._call("get", limit=1, include=["embeddings"])
+            embeddings = found.get("embeddings")
+            if embeddings is not None and len(embeddings):
+                self._dim = len(embeddings[0])
+        return self._dim
 
     async def _batch_size(self) -> int:
         if self._max_batch is None and self._is_async:
@@ -154,7 +194,9 @@ class ChromaVectorStore:
         metadatas: list[Metadata] | None = None,
     ) -> list[str]:
         """Add or replace documents (upsert); returns ``ids``. A repeated id: the last one wins."""
-        check_insert(embeddings, documents, ids, metadatas)
+        dimensions = check_insert(
+            embeddings, documents, ids, metadatas, dimensions=await self._dimensions()
+        )
         n = len(ids)
         if n == 0:
             return []
@@ -175,6 +217,7 @@ class ChromaVectorStore:
                 documents=[documents[i] for i in chunk],
                 metadatas=chunk_metadatas if any(chunk_metadatas) else None,
             )
+            self._dim = dimensions
         return list(ids)
 
     async def _replacing_metadatas(
@@ -203,9 +246,7 @@ class ChromaVectorStore:
         self, embedding: list[float], n_results: int = 10, where: Where | None = None
     ) -> list[SearchHit]:
         """The ``n_results`` nearest documents, best first, among those matching ``where``."""
-        if not isinstance(n_results, int) or n_results < 0:
-            raise InvalidArgument(f"n_results must be an int >= 0, got {n_results!r}.")
-        validate_where(where)
+        check_query(embedding, n_results, where, await self._dimensions())
         if n_results == 0:
             return []
         kwargs: dict[str, Any] = {
@@ -249,6 +290,85 @@ class ChromaVectorStore:
 
     async def count(self) -> int:
         return int(await self._call("count"))
+
+    # --- recovery ------------------------------------------------------------------------------
+
+    async def rebuild(self) -> int:
+        """Rebuild the collection from the rows chromadb committed to disk; returns their count.
+
+        For a ``PersistentClient`` whose collection raises `VectorIndexCorrupted` (a process was
+        killed while chromadb wrote its vector index; chromadb itself offers no repair). It reads
+        ``chroma.sqlite3`` and the index files directly (see `chromadb_store.recovery`): every
+        committed id with its document, metadata and vector. If any vector cannot be recovered
+        it raises `VectorStoreRecoveryError` and changes nothing. Otherwise it writes the rows
+        into a new collection, deletes the broken one and gives the new one its name (same
+        space and metadata). Run it while no other process uses the database. Calling it on a
+        healthy collection rebuilds it too (it compacts the index).
+        """
+        if self._is_async or not hasattr(self._client, "get_settings"):
+            raise VectorStoreError(
+                "rebuild() reads the database files, so it needs the embedded PersistentClient; "
+                "for a Chroma server, run the rebuild with a PersistentClient on the server's "
+                "persist directory while the server is stopped."
+            )
+        return await asyncio.to_thread(self._rebuild_sync)
+
+    def _rebuild_sync(self) -> int:
+        from chromadb_store.recovery import read_rows
+
+        settings = self._client.get_settings()
+        directory = getattr(settings, "persist_directory", None)
+        if not getattr(settings, "is_persistent", False) or not directory:
+            raise VectorStoreError(
+                "rebuild() needs a PersistentClient: an in-memory collection has no files to "
+                "rebuild from."
+            )
+        salvage = read_rows(directory, self.collection_name)
+        spare = f"{self.collection_name}-rebuild"
+        names = {getattr(c, "name", c) for c in self._client.list_collections()}
+        if spare in names:
+            if not salvage.rows:  # killed between deleting the old and renaming the new
+                self._client.delete_collection(self.collection_name)
+                self._client.get_collection(spare, embedding_function=None).modify(
+                    name=self.collection_name
+                )
+                self._open_sync()
+                return int(self._collection.count())
+            self._client.delete_collection(spare)  # a partial copy; the original is complete
+        if salvage.missing_vectors:
+            sample = ", ".join(repr(i) for i in salvage.missing_vectors[:5])
+            raise VectorStoreRecoveryError(
+                f"{len(salvage.missing_vectors)} of {len(salvage.rows)} committed rows of "
+                f"{self.collection_name!r} have no recoverable vector (e.g. {sample}): "
+                f"{'; '.join(salvage.notes) or 'not in the log nor the index'}. Nothing was "
+                "changed; re-insert those documents (their text and metadata are intact) "
+                "after deleting them, or restore the folder from a backup."
+            )
+        space = self.space or _DEFAULT_SPACE
+        metadata = dict(self._collection.metadata or {}) or None
+        kwargs: dict[str, Any] = {"name": spare, "embedding_function": None}
+        if metadata:
+            kwargs["metadata"] = metadata
+        if metadata is None or _LEGACY_SPACE_KEY not in metadata:
+            kwargs["configuration"] = {"hnsw": {"space": space}}
+        fresh = self._client.create_collection(**kwargs)
+        rows = list(salvage.rows.values())
+        step = self._max_batch or 1000
+        for start in range(0, len(rows), step):
+            chunk = rows[start : start + step]
+            fresh.upsert(
+                ids=[row.id for row in chunk],
+                embeddings=[row.vector for row in chunk],
+                documents=[row.document or "" for row in chunk],
+                metadatas=[row.metadata or None for row in chunk]
+                if any(row.metadata for row in chunk)
+                else None,
+            )
+        self._client.delete_collection(self.collection_name)
+        fresh.modify(name=self.collection_name)
+        self._open_sync()
+        self._dim = None
+        return len(rows)
 
 
 # --- conversions -----------------------------------------------------------------------------
