@@ -139,9 +139,7 @@ def _metadata_segment_rows(db: sqlite3.Connection, segment: str | None) -> dict[
         elif boolean is not None:
             row.metadata[name] = bool(boolean)
         else:
-            row.metadata[name] = next(
-                (v for v in (text, integer, real) if v is not None), None
-            )
+            row.metadata[name] = next((v for v in (text, integer, real) if v is not None), None)
     return rows
 
 
