@@ -19,7 +19,7 @@ import pytest
 from chromadb.config import Settings
 from chromadb_store import ChromaVectorStore
 
-from promptimus.errors import VectorIndexCorrupted
+from promptimus.errors import VectorIndexCorrupted, VectorStoreRecoveryError
 
 SETTINGS = Settings(anonymized_telemetry=False)
 DIM = 32
@@ -184,3 +184,21 @@ async def test_a_torn_index_id_map_is_detected_and_every_row_recovered(tmp_path:
     client.clear_system_cache()
     _, reopened = open_store(path)
     assert await reopened.count() == 3751
+
+
+async def test_a_rebuild_that_cannot_recover_every_vector_changes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "chroma"
+    run_writer(path, 0, 3000, kill_after=None)
+    (pickle_path,) = path.glob("*/index_metadata.pickle")
+    pickle_path.write_bytes(b"")
+    data = pickle_path.parent / "data_level0.bin"
+    data.write_bytes(data.read_bytes()[: data.stat().st_size // 2])  # vectors lost for good
+    before = committed_ids(path)
+    client, store = open_store(path)
+    with pytest.raises(VectorStoreRecoveryError, match="no recoverable vector") as caught:
+        await store.rebuild()
+    assert "Nothing was changed" in str(caught.value)
+    assert committed_ids(path) == before
+    assert [c.name for c in client.list_collections()] == ["docs"]
+    with pytest.raises(VectorIndexCorrupted):
+        await store.count()

@@ -133,6 +133,9 @@ FILTERS = [
     {"$or": [{"kind": "drink"}]},  # one-item $or
     {"$or": [{"year": {"$gt": 2022}}, {"$and": [{"kind": "drink"}, {"sweet": False}]}]},
     {"kind": {"$eq": "tea"}},
+    {"year": {"$in": [2019, 2023.0, "2021", True]}},  # mixed types: Chroma wants one per list
+    {"year": {"$nin": [2019, 2020.0]}},
+    {"sweet": {"$in": [True, 1]}},  # True is not 1
 ]
 
 

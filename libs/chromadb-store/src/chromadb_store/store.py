@@ -432,4 +432,25 @@ def to_chroma_where(where: Where) -> Where:
     if key in ("$and", "$or"):
         parts = [to_chroma_where(part) for part in value]
         return parts[0] if len(parts) == 1 else {key: parts}
+    if isinstance(value, dict) and len(value) == 1:
+        ((op, operand),) = value.items()
+        if op in ("$in", "$nin") and isinstance(operand, list):
+            return _split_membership(key, op, operand)
     return {key: value}
+
+
+def _split_membership(key: str, op: str, operand: list[Any]) -> Where:
+    # Chroma wants one type per $in/$nin list. Numbers compare as numbers (1 matches 1.0, as in
+    # Chroma's own comparisons), so ints and floats share a list; booleans and strings get their
+    # own, joined with $or ($in) or $and ($nin).
+    groups: dict[type, list[Any]] = {}
+    for item in operand:
+        kind = bool if isinstance(item, bool) else str if isinstance(item, str) else float
+        groups.setdefault(kind, []).append(item)
+    numbers = groups.get(float)
+    if numbers and len({type(n) for n in numbers}) > 1:
+        groups[float] = [float(n) for n in numbers]
+    parts = [{key: {op: items}} for items in groups.values()]
+    if len(parts) == 1:
+        return parts[0]
+    return {"$or" if op == "$in" else "$and": parts}
