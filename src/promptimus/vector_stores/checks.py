@@ -128,7 +128,7 @@ def check_embedding(
         finite = False
     if not finite or max(map(abs, vector)) > _FLOAT32_MAX:
         raise InvalidEmbedding(
-            f"{label} contains NaN, infinity or a number beyond float32's range; "
+            f"{label} contains NaN or infinity, or a number beyond float32's range; "
             "check the embedder."
         )
     return len(vector)
