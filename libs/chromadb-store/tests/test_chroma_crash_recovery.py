@@ -24,26 +24,32 @@ from promptimus.errors import VectorIndexCorrupted, VectorStoreRecoveryError
 SETTINGS = Settings(anonymized_telemetry=False)
 DIM = 32
 BATCH = 250
+# Long ids make chromadb's id map (index_metadata.pickle) big, so its rewrite, which chromadb
+# does in place, lasts long enough for the test to kill the writer in the middle of it.
+PAD = "." * 150
 
 # One writer process: the rows it inserts are a pure function of `first`, so the test knows
-# every vector it may find. It reports through the pipe before each upsert.
+# every vector it may find. It reports through the pipe before each upsert. A sync threshold
+# below the batch size makes chromadb persist its index on every upsert.
 WRITER = """
 import random, sys
 import chromadb
 from chromadb.config import Settings
 
-path, first, count, dim, batch = sys.argv[1], *map(int, sys.argv[2:6])
+path, first, count, dim, batch, pad = sys.argv[1], *map(int, sys.argv[2:6]), sys.argv[6]
 rng = random.Random(first)
 vectors = [[rng.random() for _ in range(dim)] for _ in range(count)]
 client = chromadb.PersistentClient(path=path, settings=Settings(anonymized_telemetry=False))
 collection = client.get_or_create_collection(
-    "docs", embedding_function=None, configuration={"hnsw": {"space": "cosine"}}
+    "docs",
+    embedding_function=None,
+    configuration={"hnsw": {"space": "cosine", "sync_threshold": 100}},
 )
 for start in range(0, count, batch):
     print(start, flush=True)
     ids = range(first + start, first + start + batch)
     collection.upsert(
-        ids=[f"id{i}" for i in ids],
+        ids=[f"id{i}{pad}" for i in ids],
         embeddings=vectors[start : start + batch],
         documents=[f"doc {i}" for i in ids],
         metadatas=[{"n": i} for i in ids],
@@ -52,15 +58,21 @@ print("finished", flush=True)
 """
 
 
+def number(doc_id: str) -> int:
+    return int(doc_id.removesuffix(PAD)[2:])
+
+
 def expected_vectors(first: int, count: int) -> dict[str, list[float]]:
     rng = random.Random(first)
-    return {f"id{first + i}": [rng.random() for _ in range(DIM)] for i in range(count)}
+    return {f"id{first + i}{PAD}": [rng.random() for _ in range(DIM)] for i in range(count)}
 
 
-def run_writer(path: Path, first: int, count: int, kill_after: int | None) -> None:
-    """Run one writer; kill it with SIGKILL once it reported `kill_after` batches."""
+def run_writer(path: Path, first: int, count: int, *, kill: bool) -> bool:
+    """Run one writer. With ``kill``: once it has reported its first batch, SIGKILL it the
+    moment chromadb has emptied the index's id map to rewrite it (or, if that is never seen,
+    after its tenth batch). Returns whether the kill landed mid-rewrite."""
     process = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(path), str(first), str(count), str(DIM), str(BATCH)],
+        [sys.executable, "-c", WRITER, str(path), *map(str, (first, count, DIM, BATCH)), PAD],
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
@@ -68,19 +80,32 @@ def run_writer(path: Path, first: int, count: int, kill_after: int | None) -> No
     lines: queue.Queue[str] = queue.Queue()
     threading.Thread(target=lambda: [lines.put(x) for x in process.stdout], daemon=True).start()
     try:
-        reported = 0
-        while True:
-            line = lines.get(timeout=120)  # generous: a hang fails instead of blocking
-            if line.strip() == "finished":
-                break
-            reported += 1
-            if kill_after is not None and reported > kill_after:
+        first_line = lines.get(timeout=120)  # generous: a hang fails instead of blocking
+        if not kill:
+            while first_line.strip() != "finished":
+                first_line = lines.get(timeout=120)
+            return False
+        id_maps = list(path.glob("*/index_metadata.pickle"))
+        reported = 1
+        while process.poll() is None and reported <= 10:
+            if any(_size(p) == 0 for p in id_maps):
                 os.kill(process.pid, signal.SIGKILL)
-                break
+                return True
+            while not lines.empty():
+                reported += 1
+                lines.get_nowait()
+        os.kill(process.pid, signal.SIGKILL)
+        return False
     finally:
-        if process.poll() is None and kill_after is None:
-            process.kill()
+        process.kill()
         process.wait(timeout=120)
+
+
+def _size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return None
 
 
 def committed_ids(path: Path) -> set[str]:
@@ -125,8 +150,8 @@ async def assert_everything_recovered(
     for doc_id, vector, document, metadata in zip(
         got["ids"], got["embeddings"], got["documents"], got["metadatas"], strict=True
     ):
-        number = int(doc_id[2:])
-        assert (document, metadata) == (f"doc {number}", {"n": number})
+        n = number(doc_id)
+        assert (document, metadata) == (f"doc {n}", {"n": n})
         assert cosine(vector, vectors[doc_id]) == pytest.approx(1.0, abs=1e-5), doc_id
     # The rebuilt collection is an ordinary one: search and insert work.
     some = next(iter(wanted))
@@ -145,13 +170,13 @@ async def test_kill_9_during_inserts_then_rebuild_recovers_every_committed_row(
     tmp_path: Path,
 ) -> None:
     path = tmp_path / "chroma"
-    vectors: dict[str, list[float]] = {}
-    rounds, per_round = 8, 2000
+    run_writer(path, 0, 2000, kill=False)  # a persisted index to begin with
+    vectors = expected_vectors(0, 2000)
     broken = False
-    for round_ in range(rounds):  # a series of kills on one database, as a crashing app would
+    for round_ in range(1, 9):  # a series of kills on one database, as a crashing app would
         first = round_ * 100_000
-        vectors.update(expected_vectors(first, per_round))
-        run_writer(path, first, per_round, kill_after=1 + round_ % 4)
+        vectors.update(expected_vectors(first, 5000))
+        run_writer(path, first, 5000, kill=True)
         client, store = open_store(path)
         broken = await is_broken(store)
         if broken:
@@ -161,17 +186,17 @@ async def test_kill_9_during_inserts_then_rebuild_recovers_every_committed_row(
                 await store.insert([[1.0] * DIM], ["x"], ["x"])
             break
         client.clear_system_cache()
-    # Either way (the kill may always have landed at a harmless moment): every committed row.
+    # Either way (a kill may land at a harmless moment every time): every committed row.
     await assert_everything_recovered(store, path, vectors)
-    print(f"broken state reproduced: {broken} after {round_ + 1} kills")
+    print(f"broken state reproduced: {broken} after {round_} kills")
 
 
 async def test_a_torn_index_id_map_is_detected_and_every_row_recovered(tmp_path: Path) -> None:
     """The on-disk state the kills above leave most often, made on purpose: chromadb rewrites
     the index's id map in place, so a kill during that write leaves it empty."""
     path = tmp_path / "chroma"
-    run_writer(path, 0, 3000, kill_after=None)
-    run_writer(path, 100_000, 750, kill_after=None)  # some rows only in the write-ahead log
+    run_writer(path, 0, 3000, kill=False)
+    run_writer(path, 100_000, 750, kill=False)
     vectors = {**expected_vectors(0, 3000), **expected_vectors(100_000, 750)}
     (pickle_path,) = path.glob("*/index_metadata.pickle")
     pickle_path.write_bytes(b"")
@@ -188,7 +213,7 @@ async def test_a_torn_index_id_map_is_detected_and_every_row_recovered(tmp_path:
 
 async def test_a_rebuild_that_cannot_recover_every_vector_changes_nothing(tmp_path: Path) -> None:
     path = tmp_path / "chroma"
-    run_writer(path, 0, 3000, kill_after=None)
+    run_writer(path, 0, 3000, kill=False)
     (pickle_path,) = path.glob("*/index_metadata.pickle")
     pickle_path.write_bytes(b"")
     data = pickle_path.parent / "data_level0.bin"
