@@ -8,7 +8,8 @@ A ``PersistentClient`` keeps each collection in three places (chromadb 1.x):
 - ``<vector segment id>/``: the HNSW index: ``header.bin``, ``data_level0.bin`` (each element's
   links, vector and label), and ``index_metadata.pickle`` (label <-> id), which chromadb rewrites
   in place, so a process killed at the wrong moment leaves it empty. Chroma then refuses the
-  collection (``InternalError: ... hnsw segment ...``) for good, and offers no repair command.
+  collection (``InternalError: ... hnsw segment ...``) for good. chromadb 1.5 has no repair
+  command (``chroma vacuum`` leaves such a collection broken).
 
 `read_rows` rebuilds the latest state of every committed row from these: documents and metadata
 from the metadata segment with the log replayed over it; each vector from the log if it is
