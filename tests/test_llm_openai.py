@@ -245,9 +245,16 @@ async def test_dropped_connection_is_retried(srv: FakeOpenAIServer) -> None:
 
 
 async def test_malformed_body_is_a_response_error(srv: FakeOpenAIServer) -> None:
-    srv.chat.script(Fault.malformed())
-    with pytest.raises(ProviderResponseError):
+    srv.chat.script(Fault.malformed(), Fault.malformed(), "never")
+    with pytest.raises(ProviderResponseError, match="not valid JSON"):
         await make_llm(srv).achat([user("x")])
+    assert len(srv.chat.requests) == 2  # retried once
+
+
+async def test_malformed_body_once_then_a_good_reply(srv: FakeOpenAIServer) -> None:
+    srv.chat.script(Fault.malformed(), "second try")
+    assert (await make_llm(srv).achat([user("x")])).content == "second try"
+    assert len(srv.chat.requests) == 2
 
 
 async def test_stream_is_not_retried_after_output_started(srv: FakeOpenAIServer) -> None:

@@ -338,3 +338,65 @@ class ReferenceTooLarge(CheckpointReferenceError):
 
 class ModuleTooDeep(ModuleError):
     """Registering a module would make a tree deeper than `promptimus.core.MAX_MODULE_DEPTH`."""
+
+
+# --- malformed replies (added by the provider-hardening helper) ---------------------------------
+
+
+class MalformedReply(ProviderResponseError):
+    """A server answered ``200 OK`` with something that is not a valid reply: not JSON, not an
+    object (an HTML error page, a JSON list), or a required field missing, null or of the wrong
+    type. ``problem`` says what was wrong and ``source`` which request got it. A malformed reply
+    is retried once (a proxy's error page or a glitch may pass), then raised."""
+
+    def __init__(self, problem: str, *, source: str | None = None) -> None:
+        self.problem = problem
+        self.source = source
+        super().__init__(self._describe())
+
+    def _describe(self) -> str:
+        return (
+            f"{self.source or 'The server'} got a malformed reply: {self.problem}. Check that "
+            "base_url points at an OpenAI-compatible API (often ending in /v1) and that no proxy "
+            "or gateway answers in its place."
+        )
+
+    def located(self, source: str, problem: str | None = None) -> MalformedReply:
+        """The same error, saying which request (provider, model, server) got the reply
+        (``problem`` replaces the description, e.g. with a key masked)."""
+        return type(self)(self.problem if problem is None else problem, source=source)
+
+
+class EmptyReply(MalformedReply):
+    """A well-formed reply with nothing in it: no text, no tool call and no refusal (the
+    reasoning alone is not an answer). ``finish_reason`` is what the server reported; with
+    ``"length"`` the model spent its whole token budget before writing anything (often on
+    reasoning), which is not retried since the same budget would be spent the same way."""
+
+    def __init__(
+        self, problem: str = "", *, source: str | None = None, finish_reason: str | None = None
+    ) -> None:
+        self.finish_reason = finish_reason
+        super().__init__(problem or "an empty answer", source=source)
+
+    def _describe(self) -> str:
+        where = self.source or "The server"
+        said = f"finish_reason {self.finish_reason!r}"
+        if self.finish_reason == "length":
+            return (
+                f"{where} got an empty answer ({self.problem}; {said}): the model spent its "
+                "whole token budget before writing anything, often on reasoning. Raise "
+                "max_tokens / max_completion_tokens or lower the reasoning effort."
+            )
+        return (
+            f"{where} got an empty answer ({self.problem}; {said}): no text, no tool call and "
+            "no refusal. The server or the model failed without saying so; check the server's "
+            "log and the model's chat template."
+        )
+
+    def located(self, source: str, problem: str | None = None) -> EmptyReply:
+        return type(self)(
+            self.problem if problem is None else problem,
+            source=source,
+            finish_reason=self.finish_reason,
+        )

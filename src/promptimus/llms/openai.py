@@ -7,19 +7,19 @@ every task, cumulative usage accounting, and safe handling of the API key.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from promptimus.dto import Message, MessageDelta
+from promptimus.errors import EmptyReply, MalformedReply
 from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.openai_format import chunk_to_delta, completion_to_message, messages_to_openai
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
 from promptimus.transport.rate_limit import RateLimiter, Reservation
-from promptimus.transport.retry import RetryPolicy, classify, redact_secrets
+from promptimus.transport.retry import RetryPolicy, chained, classify, redact_secrets
 
 log = logging.getLogger("promptimus.llms")
 
@@ -100,35 +100,42 @@ class OpenAILike(OpenAIEndpoint):
     # --- public API --------------------------------------------------------------------------
 
     async def achat(self, history: list[Message], **kwargs: Any) -> Message:
+        """The reply to ``history``. A malformed or empty reply (``MalformedReply`` /
+        ``EmptyReply``, both ``ProviderResponseError``) is retried once, then raised."""
         params = self._params(history, kwargs)
         params.pop("stream", None)
         params.pop("stream_options", None)
         client = self._factory.get()
         tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
 
-        async def attempt() -> tuple[Any, Reservation | None]:
+        async def attempt() -> tuple[Message, Reservation | None]:
             slot, reservation = await self._admit(tokens)
             try:
-                return await client.chat.completions.create(**params), reservation
+                completion = await client.chat.completions.create(**params)
             finally:
                 if slot is not None:
                     slot.release()
+            return completion_to_message(completion), reservation
 
-        completion, reservation = await self.retry.run(
+        message, reservation = await self.retry.run(
             attempt, context=self._context, redact=self._factory.secrets()
         )
-        message = completion_to_message(completion)
         self._record(message.usage, reservation)
         return message
 
     async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
-        """Stream the reply. A failure before the first chunk is retried; after it, it is raised
-        (as ``ProviderUnavailable`` / ``ProviderResponseError``) since output was delivered. A
-        stream that ends without a ``finish_reason`` was cut off (the server died, closed the
+        """Stream the reply. Leading chunks that carry nothing (the role, an empty text) are held
+        back until the first one with text, reasoning or a tool call, and a failure before it is
+        retried like a plain request: a broken connection, an error status, a malformed chunk or
+        a non-stream body (retried once), a stream that finishes with nothing in it
+        (``EmptyReply``). After it, a failure is raised since output was delivered: a broken
+        connection as ``StreamInterrupted``, a malformed chunk as ``MalformedReply``, and a
+        stream that finishes with no text and no tool call (only reasoning) as ``EmptyReply``.
+        A stream that ends without a ``finish_reason`` was cut off (the server died, closed the
         connection, or sent its error in a form the SDK skips): it raises ``StreamInterrupted``
-        after the last chunk and never passes for a complete reply. One that ends cleanly before
-        its first chunk is not retried either: a server that answers a request with an empty
-        stream (older llama.cpp on a context overflow) would answer it the same way again."""
+        and never passes for a complete reply. One that ends cleanly before its first chunk is
+        not retried: a server that answers a request with an empty stream (older llama.cpp on
+        a context overflow) would answer it the same way again."""
         params = self._params(history, kwargs)
         params["stream"] = True
         if params.get("stream_options", ...) is None:
@@ -139,15 +146,21 @@ class OpenAILike(OpenAIEndpoint):
         tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
         secrets = self._factory.secrets()
 
-        async def open_stream() -> tuple[Any, Any, Any, asyncio.Semaphore | None, Any]:
+        async def open_stream() -> tuple[
+            Any, Any, list[MessageDelta], MessageAccumulator, Any, Any
+        ]:
             slot, reservation = await self._admit(tokens)
             try:
                 stream = await client.chat.completions.create(**params)
-                chunks = stream.__aiter__()
                 try:
-                    first = await anext(chunks, None)
-                    if first is None:
-                        raise stream_interrupted(MessageAccumulator(), self._context)
+                    chunks = stream.__aiter__()
+                    held, received = [], MessageAccumulator()
+                    while not held or not _says_something(held[-1]):
+                        chunk = await anext(chunks, None)
+                        if chunk is None:
+                            raise self._ended_before_output(stream, received)
+                        held.append(chunk_to_delta(chunk))
+                        received.add(held[-1])
                 except BaseException:
                     await stream.close()
                     raise
@@ -155,19 +168,20 @@ class OpenAILike(OpenAIEndpoint):
                 if slot is not None:
                     slot.release()
                 raise
-            return stream, chunks, first, slot, reservation
+            return stream, chunks, held, received, slot, reservation
 
-        stream, chunks, chunk, slot, reservation = await self.retry.run(
+        stream, chunks, held, received, slot, reservation = await self.retry.run(
             open_stream, context=self._context, redact=secrets
         )
-        received = MessageAccumulator()
         try:
-            while chunk is not None:
-                delta = chunk_to_delta(chunk)
-                received.add(delta)
+            for delta in held:
                 yield delta
+            while True:
                 try:
                     chunk = await anext(chunks, None)
+                    if chunk is None:
+                        break
+                    delta = chunk_to_delta(chunk)
                 except Exception as exc:
                     failure = classify(exc)
                     if failure is None:
@@ -183,16 +197,46 @@ class OpenAILike(OpenAIEndpoint):
                         context=f"{self._context} (stream interrupted)",
                         redact=secrets,
                     )
-                    if failure.retryable:  # the connection broke: say what had arrived
+                    if failure.retryable and failure.max_retries is None:
+                        # the connection broke: say what had arrived
                         error = stream_interrupted(
                             received, self._context, cause=redact_secrets(failure.reason, secrets)
                         )
-                    raise error from exc
+                    raise chained(error, exc, secrets) from exc
+                received.add(delta)
+                yield delta
             if received.finish_reason is None:
                 raise stream_interrupted(received, self._context)
+            if not received.content.strip() and not received.tool_call_count:
+                raise EmptyReply(
+                    "no text and no tool call, only reasoning",
+                    source=self._context,
+                    finish_reason=received.finish_reason,
+                )
         finally:
             usage = received.usage
             if slot is not None:
                 slot.release()
             self._record(usage, reservation)
             await stream.close()
+
+    def _ended_before_output(self, stream: Any, received: MessageAccumulator) -> Exception:
+        """The error for a stream that ended before any chunk with text or a tool call."""
+        if received.complete:
+            return EmptyReply(
+                "the stream finished with nothing in it", finish_reason=received.finish_reason
+            )
+        if not received.chunks:
+            response = getattr(stream, "response", None)
+            headers = getattr(response, "headers", None) or {}
+            kind = str(headers.get("content-type", "")).split(";", 1)[0].strip()
+            if kind and kind != "text/event-stream":
+                return MalformedReply(
+                    f"the stream request was answered with a {kind} body instead of an event "
+                    "stream (a proxy's error page, or a server that does not stream)"
+                )
+        return stream_interrupted(received, self._context)
+
+
+def _says_something(delta: MessageDelta) -> bool:
+    return bool(delta.content or delta.reasoning or delta.tool_calls)

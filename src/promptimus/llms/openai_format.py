@@ -2,10 +2,16 @@
 
 Only API fields are sent: ``usage``, ``reasoning``, ``finish_reason`` are reply metadata and never
 go back to the server; content is a plain string unless the message carries images.
+
+Replies are read from their JSON form (the SDK builds its objects without validating them, so a
+field may hold anything the server sent) and checked on the way: a reply that is not an object,
+lacks its ``choices``, or holds a field of the wrong type raises ``MalformedReply`` naming the
+field, and a reply with no text, no tool call and no refusal raises ``EmptyReply``.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from promptimus.dto import (
@@ -17,6 +23,7 @@ from promptimus.dto import (
     ToolRequest,
     Usage,
 )
+from promptimus.errors import EmptyReply, MalformedReply
 
 
 def message_to_openai(message: Message) -> dict[str, Any]:
@@ -53,90 +60,205 @@ def messages_to_openai(history: list[Message]) -> list[dict[str, Any]]:
     return [message_to_openai(message) for message in history]
 
 
-def _extra(obj: Any, *names: str) -> str | None:
-    """A text field the SDK's typed model may not declare (e.g. ``reasoning_content``)."""
-    extra = getattr(obj, "model_extra", None) or {}
-    fields = getattr(obj, "__dict__", None) or {}  # declared fields, read without getattr's
-    for name in names:  # AttributeError path (pydantic raises it for every missing name)
-        value = extra.get(name)
-        if value is None:
-            value = fields.get(name)
+def _data(obj: Any, what: str) -> dict[str, Any]:
+    """The JSON object the SDK read (its objects keep every field as the server sent it)."""
+    if isinstance(obj, dict):
+        return obj
+    to_dict = getattr(obj, "to_dict", None)
+    if callable(to_dict) and hasattr(type(obj), "model_fields"):
+        data = to_dict(warnings=False)
+        if isinstance(data, dict):
+            return data
+    raise MalformedReply(f"{what} is {_shown(obj)}, not a JSON object")
+
+
+def _shown(value: Any) -> str:
+    """A short description of a value that should have been something else."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        text = value.strip()
+        if not text:
+            return "empty text"
+        excerpt = text if len(text) <= 60 else text[:57] + "..."
+        return f"text ({excerpt!r})"
+    if isinstance(value, bool):
+        return f"a boolean ({value})"
+    if isinstance(value, int | float):
+        return f"a number ({value!r})"
+    if isinstance(value, list):
+        return f"a JSON list of {len(value)} item(s)"
+    if isinstance(value, dict):
+        return "a JSON object"
+    return type(value).__name__
+
+
+_KINDS: dict[type, str] = {str: "a string", int: "an integer", dict: "an object", list: "a list"}
+
+
+def _field(
+    data: dict[str, Any], key: str, kind: type, where: str, *, required: bool = False
+) -> Any:
+    """``data[key]`` if it is a ``kind`` (None if absent or null, unless ``required``)."""
+    value = data.get(key)
+    if value is None:
+        if required:
+            state = "null" if key in data else "missing"
+            raise MalformedReply(f"{where}{key} is {state}, expected {_KINDS[kind]}")
+        return None
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise MalformedReply(f"{where}{key} is {_shown(value)}, expected {_KINDS[kind]}")
+    return value
+
+
+def _reasoning(data: dict[str, Any]) -> str | None:
+    for name in ("reasoning_content", "reasoning"):
+        value = data.get(name)
         if isinstance(value, str) and value:
             return value
     return None
 
 
-def usage_from_openai(usage: Any) -> Usage | None:
+def usage_from_openai(usage: Any, where: str = "") -> Usage | None:
     if usage is None:
         return None
-    prompt_details = getattr(usage, "prompt_tokens_details", None)
-    completion_details = getattr(usage, "completion_tokens_details", None)
+    data = usage if isinstance(usage, dict) else _data(usage, f"{where}usage")
+    place = f"{where}usage."
+    counts = {
+        name: _field(data, name, int, place) or 0
+        for name in ("prompt_tokens", "completion_tokens", "total_tokens")
+    }
+    prompt_details = _field(data, "prompt_tokens_details", dict, place) or {}
+    completion_details = _field(data, "completion_tokens_details", dict, place) or {}
     return Usage(
-        prompt_tokens=usage.prompt_tokens or 0,
-        completion_tokens=usage.completion_tokens or 0,
-        total_tokens=usage.total_tokens or 0,
-        cached_tokens=(getattr(prompt_details, "cached_tokens", None) or 0),
-        reasoning_tokens=(getattr(completion_details, "reasoning_tokens", None) or 0),
+        **counts,
+        cached_tokens=_field(prompt_details, "cached_tokens", int, f"{place}prompt_tokens_details.")
+        or 0,
+        reasoning_tokens=_field(
+            completion_details, "reasoning_tokens", int, f"{place}completion_tokens_details."
+        )
+        or 0,
     )
 
 
-def _tool_request(call: Any) -> ToolRequest:
-    function = getattr(call, "function", None)
-    if function is not None:
-        name, arguments = function.name, function.arguments
-    else:  # "custom" tool calls carry free-form input instead of JSON arguments
-        custom = getattr(call, "custom", None)
-        name, arguments = getattr(custom, "name", ""), getattr(custom, "input", "")
+def _arguments(function: dict[str, Any], where: str) -> str:
+    arguments = function.get("arguments")
+    if arguments is None:
+        return "{}"
+    if isinstance(arguments, dict):  # some servers send the object itself
+        return json.dumps(arguments, ensure_ascii=False)
+    if not isinstance(arguments, str):
+        raise MalformedReply(f"{where}arguments is {_shown(arguments)}, expected a string")
+    return arguments or "{}"
+
+
+def _tool_request(call: Any, where: str) -> ToolRequest:
+    if not isinstance(call, dict):
+        raise MalformedReply(f"{where} is {_shown(call)}, expected a tool call object")
+    kind = _field(call, "type", str, f"{where}.") or "function"
+    custom = call.get("custom") if "function" not in call else None
+    if isinstance(custom, dict):  # "custom" tool calls carry free-form input
+        name = _field(custom, "name", str, f"{where}.custom.", required=True)
+        arguments = _field(custom, "input", str, f"{where}.custom.") or ""
+    else:
+        function = _field(call, "function", dict, f"{where}.", required=True)
+        name = _field(function, "name", str, f"{where}.function.", required=True)
+        arguments = _arguments(function, f"{where}.function.")
     return ToolRequest(
-        id=call.id,
-        type=getattr(call, "type", None) or "function",
-        function=ToolFunction(name=name or "", arguments=arguments or "{}"),
+        id=_field(call, "id", str, f"{where}."),
+        type=kind,
+        function=ToolFunction(name=name, arguments=arguments),
     )
+
+
+def _tool_calls(data: dict[str, Any], where: str) -> list[Any]:
+    calls = _field(data, "tool_calls", list, where)
+    return calls or []
 
 
 def completion_to_message(completion: Any) -> Message:
-    """Map a ``ChatCompletion`` to an assistant ``Message`` (first choice)."""
-    usage = usage_from_openai(getattr(completion, "usage", None))
-    choices = completion.choices or []
+    """Map a ``ChatCompletion`` to an assistant ``Message`` (first choice).
+
+    Raises ``MalformedReply`` naming what is missing or wrongly typed, and ``EmptyReply`` for a
+    reply with no text, no tool call and no refusal (a refusal becomes the message's text)."""
+    data = _data(completion, "the body")
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        state = "missing" if "choices" not in data else _shown(choices)
+        raise MalformedReply(f"choices is {state}, expected a list of choices")
     if not choices:
-        return Message(role=MessageRole.ASSISTANT, usage=usage)
+        raise MalformedReply("choices is an empty list: the server sent no completion")
     choice = choices[0]
-    msg = choice.message
-    tool_calls = [_tool_request(call) for call in msg.tool_calls] if msg.tool_calls else None
+    if not isinstance(choice, dict):
+        raise MalformedReply(f"choices[0] is {_shown(choice)}, expected an object")
+    message = _field(choice, "message", dict, "choices[0].", required=True)
+    where = "choices[0].message."
+    finish_reason = _field(choice, "finish_reason", str, "choices[0].")
+    content = _field(message, "content", str, where) or ""
+    refusal = _field(message, "refusal", str, where)
+    calls = [
+        _tool_request(call, f"{where}tool_calls[{i}]")
+        for i, call in enumerate(_tool_calls(message, where))
+    ]
+    usage = usage_from_openai(data.get("usage"))
+    if not content.strip() and not calls:
+        if not (refusal and refusal.strip()):
+            raise EmptyReply("the message holds nothing", finish_reason=finish_reason)
+        content = refusal  # the model declined: its refusal is its answer
     return Message(
         role=MessageRole.ASSISTANT,
-        content=msg.content or "",
-        tool_calls=tool_calls,
-        reasoning=_extra(msg, "reasoning_content", "reasoning"),
+        content=content,
+        tool_calls=calls or None,
+        reasoning=_reasoning(message),
         usage=usage,
-        finish_reason=choice.finish_reason,
+        finish_reason=finish_reason,
     )
 
 
 def chunk_to_delta(chunk: Any) -> MessageDelta:
-    """Map one ``ChatCompletionChunk`` to a ``MessageDelta`` (first choice)."""
-    usage = usage_from_openai(getattr(chunk, "usage", None))
-    choices = chunk.choices
+    """Map one ``ChatCompletionChunk`` to a ``MessageDelta`` (first choice).
+
+    A chunk must be an object whose ``choices`` is a list; a chunk without choices is accepted
+    only when it carries ``usage`` (the last chunk of a stream). A missing or null ``delta`` is
+    an empty one (Azure sends content-filter chunks without it). ``MalformedReply`` otherwise."""
+    data = _data(chunk, "a stream chunk")
+    usage = usage_from_openai(data.get("usage"), "chunk ")
+    choices = data.get("choices")
+    if choices is None and usage is None:
+        state = "null" if "choices" in data else "missing"
+        raise MalformedReply(f"a stream chunk's choices is {state} and it carries no usage")
+    if choices is not None and not isinstance(choices, list):
+        raise MalformedReply(f"a stream chunk's choices is {_shown(choices)}, expected a list")
     if not choices:
         return MessageDelta(usage=usage)
     choice = choices[0]
-    delta = choice.delta
+    if not isinstance(choice, dict):
+        raise MalformedReply(f"a stream chunk's choices[0] is {_shown(choice)}, expected an object")
+    where = "chunk choices[0].delta."
+    delta = _field(choice, "delta", dict, "chunk choices[0].") or {}
     fragments = []
-    if delta is not None and delta.tool_calls:
-        for call in delta.tool_calls:
-            function = call.function
-            fragments.append(
-                ToolCallDelta(
-                    index=call.index,
-                    id=call.id,
-                    name=function.name if function is not None else None,
-                    arguments=(function.arguments or "") if function is not None else "",
-                )
+    for i, call in enumerate(_tool_calls(delta, where)):
+        place = f"{where}tool_calls[{i}]"
+        if not isinstance(call, dict):
+            raise MalformedReply(f"{place} is {_shown(call)}, expected a tool call object")
+        index = _field(call, "index", int, f"{place}.")
+        function = _field(call, "function", dict, f"{place}.") or {}
+        arguments = function.get("arguments")
+        fragments.append(
+            ToolCallDelta(
+                index=index if index is not None else i,
+                id=_field(call, "id", str, f"{place}."),
+                name=_field(function, "name", str, f"{place}.function."),
+                arguments=_arguments(function, f"{place}.function.") if arguments else "",
             )
+        )
+    content = _field(delta, "content", str, where)
+    if content is None:  # a streamed refusal is the answer's text, as in a plain reply
+        content = _field(delta, "refusal", str, where)
     return MessageDelta(
-        content=delta.content if delta is not None else None,
-        reasoning=_extra(delta, "reasoning_content", "reasoning") if delta is not None else None,
+        content=content,
+        reasoning=_reasoning(delta),
         tool_calls=fragments,
         usage=usage,
-        finish_reason=choice.finish_reason,
+        finish_reason=_field(choice, "finish_reason", str, "chunk choices[0]."),
     )

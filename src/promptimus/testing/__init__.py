@@ -3,7 +3,10 @@
     from promptimus.testing import FakeOpenAIServer, Reply, ToolCall, Fault
 
 The faults real servers produce are public so your tests can check your code against them too:
-a stream cut before its finish chunk (``Fault.cut``), an error inside a stream
+a 200 reply that is not a valid answer (``Fault.malformed(kind)``: HTML, a JSON list, ``{}``,
+``choices: null``, wrongly typed fields, an empty answer...; ``MALFORMED_KINDS`` lists them), an
+error that quotes the API key back (``Fault.echo_key``), a stream cut before its finish chunk
+(``Fault.cut``), an error inside a stream
 (``Fault.stream_error``), a context-window error as OpenAI, llama.cpp or vLLM send it
 (``Fault.context_overflow``, or ``FakeOpenAIServer(context_window=N)``), and a server that
 rejects ``response_format: json_schema`` (``FakeOpenAIServer(reject_response_format=...)``).
@@ -17,6 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from promptimus._lazy import lazy_exports
+from promptimus.testing.malformed import MALFORMED_KINDS
 from promptimus.testing.script import (
     CONTEXT_DIALECTS,
     Fault,
@@ -32,6 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CONTEXT_DIALECTS",
+    "MALFORMED_KINDS",
     "FakeOpenAIServer",
     "Fault",
     "RecordedRequest",

@@ -4,13 +4,15 @@
         srv.chat.script("Hello!", Reply(tool_calls=[ToolCall("add", {"a": 1})]), Fault.status(429))
         client = openai.OpenAI(base_url=srv.base_url, api_key=srv.api_key)
 
-Faults (see `Fault`) are scripted like replies: error statuses, delays, stalls, malformed bodies,
-dropped connections, streams cut before their finish chunk (``Fault.cut``), errors sent inside a
-stream (``Fault.stream_error``) and context-window errors in the OpenAI, llama.cpp or vLLM
-dialect (``Fault.context_overflow``). Two server-wide behaviours imitate real servers:
-``reject_response_format`` (e.g. ``["json_schema"]``, like llama-cpp-python's server: see
-`ResponseFormatRejection`) and ``context_window`` (reject any chat request whose prompt, at one
-token per word, plus its ``max_tokens`` exceeds it, in the ``context_dialect``'s error format).
+Faults (see `Fault`) are scripted like replies: error statuses, delays, stalls, malformed 200
+replies of many shapes (``Fault.malformed(kind)``, see ``MALFORMED_KINDS``), errors that quote the
+API key back (``Fault.echo_key``), dropped connections, streams cut before their finish chunk
+(``Fault.cut``), errors sent inside a stream (``Fault.stream_error``) and context-window errors in
+the OpenAI, llama.cpp or vLLM dialect (``Fault.context_overflow``). Two server-wide behaviours
+imitate real servers: ``reject_response_format`` (e.g. ``["json_schema"]``, like llama-cpp-python's
+server: see `ResponseFormatRejection`) and ``context_window`` (reject any chat request whose prompt,
+at one token per word, plus its ``max_tokens`` exceeds it, in the ``context_dialect``'s error
+format).
 
 Endpoints: ``POST /v1/chat/completions`` (JSON or SSE), ``POST /v1/embeddings``, ``GET /v1/models``,
 ``POST /v1/rerank``. With nothing scripted, chat answers ``"echo: <last user message>"``, embeddings
@@ -41,6 +43,12 @@ from typing import Any, Self
 from promptimus.errors import FakeServerError
 from promptimus.testing import payloads
 from promptimus.testing.http import HttpConnection, HttpRequest, HttpServer
+from promptimus.testing.malformed import (
+    MALFORMED_KINDS,
+    malformed_body,
+    malformed_stream,
+    not_applicable,
+)
 from promptimus.testing.script import (
     ContextDialect,
     Fault,
@@ -340,12 +348,12 @@ class FakeOpenAIServer:
                 continue
             if item.kind == "status":
                 await _send_fault_status(conn, item)
+            elif item.kind == "echo_key":
+                await _send_echoed_key(conn, item.status_code)
             elif item.kind == "drop" and not (streaming and item.after_chunks):
                 conn.drop()
             elif item.kind == "stall" and not streaming:
                 await self._stall(conn)
-            elif item.kind == "malformed" and not streaming:
-                await conn.send(200, b'{"id": "broken", "object": "chat.completion", "choices": [')
             elif item.kind == "cut" and not streaming:
                 await conn.send_partial(200, _CUT_BODY, len(_CUT_BODY) // 2)
             elif item.kind == "stream_error" and not streaming:
@@ -410,7 +418,10 @@ class FakeOpenAIServer:
         completion_id = f"chatcmpl-fake-{next(self._ids)}"
         if not streaming:
             data = payloads.chat_completion(reply, body, completion_id, self._next_call_id)
-            await _send_json(conn, data)
+            if fault is not None and fault.kind == "malformed":
+                await _send_malformed(conn, fault, "chat", data)
+            else:
+                await _send_json(conn, data)
             return
         chunks = payloads.chat_chunks(reply, body, completion_id, self._next_call_id)
         await self._stream(conn, chunks, fault)
@@ -418,11 +429,10 @@ class FakeOpenAIServer:
     async def _stream(
         self, conn: HttpConnection, chunks: Iterator[dict[str, Any]], fault: Fault | None
     ) -> None:
-        await conn.start_stream(headers={"x-request-id": f"req_fake_{next(self._ids)}"})
         if fault is not None and fault.kind == "malformed":
-            await conn.send_chunk(b'data: {"id": "broken", "choices": [\n\n')
-            await conn.end_stream()
+            await self._malformed_stream(conn, list(chunks), fault)
             return
+        await conn.start_stream(headers={"x-request-id": f"req_fake_{next(self._ids)}"})
         limit = fault.after_chunks if fault is not None else None
         for sent, chunk in enumerate(chunks):
             if sent == limit:
@@ -451,6 +461,21 @@ class FakeOpenAIServer:
             conn.closing = True
             await conn.wait_peer_closed()
 
+    async def _malformed_stream(
+        self, conn: HttpConnection, chunks: list[dict[str, Any]], fault: Fault
+    ) -> None:
+        if "chat" not in MALFORMED_KINDS[fault.body]:
+            await _send_error(conn, 500, f"fake server: {not_applicable(fault.body, 'chat')}")
+            return
+        whole, events = malformed_stream(fault.body, chunks, fault.after_chunks or 0)
+        if whole is not None:  # a page where the event stream should be
+            await conn.send(200, whole.body, content_type=whole.content_type)
+            return
+        await conn.start_stream(headers={"x-request-id": f"req_fake_{next(self._ids)}"})
+        for event in events:
+            await conn.send_chunk(event)
+        await conn.end_stream()
+
     def _next_call_id(self) -> str:
         return f"call_{next(self._call_ids)}"
 
@@ -471,6 +496,9 @@ class FakeOpenAIServer:
         item = await self._next(route, body)
         answered, item = await self._apply_fault(item, conn)
         if answered:
+            return
+        if isinstance(item, Fault):  # only a malformed reply is left to act out
+            await _send_malformed(conn, item, route.name, build(body, None))
             return
         await _send_json(conn, item if isinstance(item, dict) else build(body, item))
 
@@ -541,6 +569,26 @@ async def _send_fault_status(conn: HttpConnection, fault: Fault) -> None:
     body = fault.body if fault.body is not None else payloads.error_body(fault.status_code)
     raw = body.encode() if isinstance(body, str) else json.dumps(body).encode()
     await conn.send(fault.status_code, raw, headers=headers)
+
+
+async def _send_malformed(
+    conn: HttpConnection, fault: Fault, route: str, good: dict[str, Any]
+) -> None:
+    kind = fault.body
+    if route not in MALFORMED_KINDS[kind]:
+        await _send_error(conn, 500, f"fake server: {not_applicable(kind, route)}")
+        return
+    spoilt = malformed_body(kind, route, good)
+    await conn.send(200, spoilt.body, content_type=spoilt.content_type)
+
+
+async def _send_echoed_key(conn: HttpConnection, status: int) -> None:
+    """An error whose body quotes the key the request carried, as some servers do."""
+    headers = conn.request.headers if conn.request is not None else {}
+    key = headers.get("authorization", "").removeprefix("Bearer ").strip()
+    body = payloads.error_body(status, f"Incorrect API key provided: {key}.")
+    body["error"]["api_key"] = key
+    await _send_json(conn, body, status)
 
 
 def _read_line(process: subprocess.Popen[str], timeout: float) -> str:

@@ -34,11 +34,18 @@ class HttpRequest:
 class HttpConnection:
     """The handler's side of one connection: answer a request exactly once, or drop it."""
 
-    __slots__ = ("_reader", "_writer", "closing", "responded")
+    __slots__ = ("_reader", "_writer", "closing", "request", "responded")
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        request: HttpRequest | None = None,
+    ) -> None:
         self._reader = reader
         self._writer = writer
+        self.request = request
+        """The request being answered (its headers, e.g. to quote the API key back)."""
         self.responded = False
         self.closing = False
         """True once the connection must close after the current response."""
@@ -184,7 +191,7 @@ class HttpServer:
             if request.headers.get("expect", "").lower() == "100-continue":
                 writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
             request.body = await _read_body(reader, request.headers)
-            conn = HttpConnection(reader, writer)
+            conn = HttpConnection(reader, writer, request)
             conn.closing = not keep_alive
             try:
                 await self._handler(request, conn)

@@ -52,7 +52,9 @@ class Reply:
     model: str | None = None
 
 
-FaultKind = Literal["status", "delay", "stall", "malformed", "drop", "cut", "stream_error"]
+FaultKind = Literal[
+    "status", "delay", "stall", "malformed", "drop", "cut", "stream_error", "echo_key"
+]
 
 ContextDialect = Literal["openai", "llama.cpp", "vllm"]
 CONTEXT_DIALECTS: tuple[ContextDialect, ...] = ("openai", "llama.cpp", "vllm")
@@ -69,8 +71,18 @@ class Fault:
     - ``Fault.delay(1.0, then=item)``: wait, then answer with ``then`` (default reply if None).
     - ``Fault.stall(after_chunks=N)``: a stream sends N chunks then hangs; a plain request hangs
       before answering. The server waits until the client gives up or the server stops.
-    - ``Fault.malformed()``: 200 with a body that is not valid JSON (a broken SSE event when
-      streaming).
+    - ``Fault.malformed(kind="invalid_json", after_chunks=0)``: a ``200 OK`` whose body is not a
+      valid reply, in one of the shapes real servers and proxies send: not JSON, an HTML or text
+      page, a JSON list, ``{}``, ``choices: null`` / ``[]`` / ``"abc"``, ``message: null``, a
+      wrongly typed field, a well-formed reply with nothing in it... ``MALFORMED_KINDS`` lists
+      every kind and the routes it applies to (chat, embeddings, rerank); the comments in
+      ``promptimus.testing.malformed`` say what each sends. A stream replaces its chunk number
+      ``after_chunks`` with the malformed one and goes on (``html`` / ``text`` answer the
+      stream request with the page itself; ``empty_answer`` / ``empty_length`` /
+      ``no_choices`` are whole streams).
+    - ``Fault.echo_key(status=401)``: an error status whose body quotes back the API key the
+      request was sent with (``Authorization: Bearer ...``), as servers that name the rejected
+      key do; checks that the key never reaches a traceback or a log.
     - ``Fault.drop(after_chunks=0)``: close the connection without a response (or mid-stream).
     - ``Fault.cut(after_chunks=N)``: a server that dies mid-reply. A stream sends N chunks
       (default: every chunk before the finish chunk) and ends with neither its finish chunk nor
@@ -117,8 +129,19 @@ class Fault:
         return cls("stall", after_chunks=after_chunks)
 
     @classmethod
-    def malformed(cls) -> Fault:
-        return cls("malformed")
+    def malformed(cls, kind: str = "invalid_json", after_chunks: int = 0) -> Fault:
+        from promptimus.errors import InvalidArgument
+        from promptimus.testing.malformed import MALFORMED_KINDS
+
+        if kind not in MALFORMED_KINDS:
+            raise InvalidArgument(
+                f"unknown malformed kind {kind!r}; use one of {', '.join(MALFORMED_KINDS)}"
+            )
+        return cls("malformed", body=kind, after_chunks=after_chunks)
+
+    @classmethod
+    def echo_key(cls, status: int = 401) -> Fault:
+        return cls("echo_key", status_code=status)
 
     @classmethod
     def drop(cls, after_chunks: int = 0) -> Fault:

@@ -20,12 +20,15 @@ from typing import Any, TypeVar
 
 from promptimus.errors import (
     ContextWindowExceeded,
+    EmptyReply,
+    MalformedReply,
     ProviderResponseError,
     ProviderUnavailable,
     RequestRejected,
     RetryBudgetExhausted,
 )
 from promptimus.transport.error_body import context_overflow, is_request_error_body
+from promptimus.transport.secret_scrub import redact_secrets, scrub_exception
 
 T = TypeVar("T")
 
@@ -55,6 +58,9 @@ class Failure:
     """What the server said (the error body's message), for errors that carry one."""
     body: Any = None
     """The decoded error body, for errors that carry one."""
+    max_retries: int | None = None
+    """At most this many retries for failures of this kind in one call, whatever the budget
+    (a malformed reply is retried once: a glitch may pass, a wrong endpoint will not)."""
 
 
 def parse_retry_after(headers: Any) -> float | None:
@@ -105,9 +111,31 @@ def _is_transport_error(exc: BaseException) -> bool:
     )
 
 
+MALFORMED_RETRIES = 1
+"""How many times a malformed reply is retried within one call."""
+
+
+def _malformed(exc: BaseException) -> MalformedReply | None:
+    """The `MalformedReply` that ``exc`` is or stands for (a body that is not JSON), or None."""
+    if isinstance(exc, MalformedReply):
+        return exc
+    if type(exc).__name__ == "JSONDecodeError":
+        return MalformedReply(f"the body is not valid JSON ({exc})")
+    openai = sys.modules.get("openai")
+    if openai is not None and isinstance(exc, openai.APIResponseValidationError):
+        return MalformedReply(f"the body does not fit the API's schema ({exc.message})")
+    return None
+
+
 def classify(exc: BaseException) -> Failure | None:
     """Describe a provider failure, or return ``None`` if `exc` is not a transport/API failure
     (a bug, a cancellation) and must propagate untouched."""
+    malformed = _malformed(exc)
+    if malformed is not None:
+        # an empty reply cut at the token limit would be cut the same way again
+        retryable = not (isinstance(malformed, EmptyReply) and malformed.finish_reason == "length")
+        reason = f"malformed reply: {malformed.problem}"
+        return Failure(retryable, reason, max_retries=MALFORMED_RETRIES)
     status = getattr(exc, "status_code", None)
     response = getattr(exc, "response", None)
     body = getattr(exc, "body", None)
@@ -132,8 +160,6 @@ def classify(exc: BaseException) -> Failure | None:
     if openai is not None and isinstance(exc, openai.OpenAIError):
         message = _error_message(exc)  # e.g. an error event inside a stream (no HTTP status)
         return Failure(False, f"{type(exc).__name__}: {message}", None, None, message, body)
-    if type(exc).__name__ == "JSONDecodeError":
-        return Failure(False, f"malformed response body ({exc})")
     return None
 
 
@@ -142,17 +168,7 @@ def _hint(failure: Failure) -> str:
         return "Check the API key (and that it is allowed to use this model)."
     if failure.status == 404:
         return "Check the model name and that base_url points at the API root (often .../v1)."
-    if failure.status is None and failure.reason.startswith("malformed"):
-        return "Check that base_url points at an OpenAI-compatible API (often ending in /v1)."
     return "Retrying will not help: fix the request (messages, tools, options) or the model name."
-
-
-def redact_secrets(text: str, secrets: Iterable[str]) -> str:
-    """``text`` with every secret (an API key) replaced by ``***``."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return text
 
 
 @dataclass(slots=True)
@@ -192,6 +208,9 @@ class RetryPolicy:
         self, exc: BaseException, failure: Failure, *, context: str, redact: Iterable[str] = ()
     ) -> Exception:
         """The promptimus error to raise for a failure that will not be retried (any more)."""
+        malformed = _malformed(exc)
+        if malformed is not None:
+            return malformed.located(context, redact_secrets(malformed.problem, redact))
         reason = redact_secrets(failure.reason, redact)
         if failure.retryable:
             return ProviderUnavailable(
@@ -234,8 +253,13 @@ class RetryPolicy:
         context: str = "request",
         redact: Iterable[str] = (),
     ) -> T:
-        """Await ``fn()`` until it succeeds, retrying transient failures within the budget."""
+        """Await ``fn()`` until it succeeds, retrying transient failures within the budget.
+
+        The error raised chains the last failure as ``__cause__``, with ``redact`` (the API key)
+        scrubbed from the whole chain: messages, bodies, responses and requests."""
+        redact = tuple(redact)
         attempts = self.max_retries + 1
+        capped_retries = 0  # retries made so far for failures with their own cap
         for attempt in range(1, attempts + 1):
             try:
                 return await fn()
@@ -243,15 +267,23 @@ class RetryPolicy:
                 failure = self.classify(exc)
                 if failure is None:
                     raise
-                if not failure.retryable:
-                    raise self.translate(exc, failure, context=context, redact=redact) from exc
+                capped = failure.max_retries is not None
+                if (
+                    not failure.retryable
+                    or (capped and capped_retries >= (failure.max_retries or 0))
+                    or (capped and attempt == attempts)  # its own error says more
+                ):
+                    error = self.translate(exc, failure, context=context, redact=redact)
+                    raise chained(error, exc, redact) from exc
                 if attempt == attempts:
                     reason = redact_secrets(failure.reason, redact)
-                    raise RetryBudgetExhausted(
+                    exhausted = RetryBudgetExhausted(
                         f"{context} failed after {attempts} attempt{'s' * (attempts > 1)}; "
                         f"last error: {reason}. The server is overloaded or unreachable: "
                         "try again later, lower the request rate, or raise max_retries."
-                    ) from exc
+                    )
+                    raise chained(exhausted, exc, redact) from exc
+                capped_retries += capped
                 delay = self.delay_for(failure, attempt - 1)
                 log.debug(
                     "%s: attempt %d/%d failed (%s); retrying in %.2fs",
@@ -263,3 +295,10 @@ class RetryPolicy:
                 )
                 await self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def chained(error: BaseException, cause: BaseException, secrets: Iterable[str]) -> BaseException:
+    """``error`` with ``cause`` as its ``__cause__``, the secrets scrubbed from the whole chain
+    (raise it ``from cause``: the chain is the same, and nothing in it holds the key)."""
+    error.__cause__ = cause
+    return scrub_exception(error, secrets)
