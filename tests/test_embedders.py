@@ -121,9 +121,10 @@ async def test_client_errors_are_not_retried(srv: FakeOpenAIServer) -> None:
 
 
 async def test_dropped_inputs_are_an_error_not_a_short_list(srv: FakeOpenAIServer) -> None:
-    srv.embeddings.script([[1.0, 0.0]])  # one vector for two inputs
+    srv.embeddings.script([[1.0, 0.0]], [[1.0, 0.0]])  # one vector for two inputs, twice
     with pytest.raises(ProviderResponseError, match="1 embeddings for 2 inputs"):
         await embedder(srv).aembed_batch(["a", "b"])
+    assert len(srv.embeddings.requests) == 2  # a malformed reply is retried once
 
 
 async def test_dimensions_and_model_are_sent(srv: FakeOpenAIServer) -> None:

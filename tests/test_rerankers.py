@@ -190,11 +190,11 @@ async def test_api_reranker_reads_the_key_from_the_named_variable(
     ],
 )
 async def test_api_reranker_rejects_bad_answers(srv: FakeOpenAIServer, answer: object) -> None:
-    srv.rerank.script(answer)
+    srv.rerank.script(answer, answer)
     reranker = OpenAILikeReranker("r", base_url=srv.base_url, retry=FAST)
     with pytest.raises(ProviderResponseError):
         await reranker.rerank("q", DOCS)
-    assert len(srv.rerank.requests) == 1
+    assert len(srv.rerank.requests) == 2  # a malformed reply is retried once
 
 
 async def test_api_reranker_skips_the_request_when_nothing_to_rank(srv: FakeOpenAIServer) -> None:

@@ -7,11 +7,15 @@ order of the input texts. Retries, rate limits and key handling are the ones `Op
 
 from __future__ import annotations
 
+import array
 import asyncio
+import base64
+import math
+import sys
 from typing import Any
 
 from promptimus.dto import Usage
-from promptimus.errors import InvalidArgument, ProviderResponseError
+from promptimus.errors import InvalidArgument, MalformedReply
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
 from promptimus.transport.rate_limit import RateLimiter, Reservation
@@ -117,24 +121,27 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
         params: dict[str, Any] = {"model": self.model_name, **self.call_kwargs, "input": texts}
         if self.dimensions is not None:
             params["dimensions"] = self.dimensions
+        # Asked explicitly (the SDK asks for base64 anyway when not told): the SDK then hands the
+        # reply over unread, and `vectors_from_reply` checks and decodes it.
+        params.setdefault("encoding_format", "base64")
         client = self._factory.get()
         tokens = sum(map(len, texts)) / CHARS_PER_TOKEN if self._tpm is not None else 0.0
 
-        async def attempt() -> tuple[Any, Reservation | None]:
+        async def attempt() -> tuple[list[list[float]], Any, Reservation | None]:
             slot, reservation = await self._admit(tokens)
             try:
-                return await client.embeddings.create(**params), reservation
+                response = await client.embeddings.create(**params)
             finally:
                 if slot is not None:
                     slot.release()
+            return vectors_from_reply(response, len(texts)), response, reservation
 
-        response, reservation = await self.retry.run(
+        vectors, response, reservation = await self.retry.run(
             attempt, context=self._context, redact=self._factory.secrets()
         )
-        vectors = self._vectors(response, len(texts))
         usage = getattr(response, "usage", None)
-        prompt_tokens = getattr(usage, "prompt_tokens", None) or 0
-        total_tokens = getattr(usage, "total_tokens", None) or prompt_tokens
+        prompt_tokens = _count(getattr(usage, "prompt_tokens", None))
+        total_tokens = _count(getattr(usage, "total_tokens", None)) or prompt_tokens
         reported = prompt_tokens or total_tokens
         self._record(
             Usage(prompt_tokens=prompt_tokens, total_tokens=total_tokens) if reported else None,
@@ -142,25 +149,74 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
         )
         return vectors
 
-    def _vectors(self, response: Any, expected: int) -> list[list[float]]:
-        data = list(getattr(response, "data", None) or [])
-        if len(data) != expected:
-            raise ProviderResponseError(
-                f"{self._context} returned {len(data)} embeddings for {expected} inputs; the "
-                "server dropped inputs (some servers cap the batch: lower batch_size)."
-            )
-        # Servers may answer out of order; `index` says which input each vector belongs to.
-        if any(item.index != position for position, item in enumerate(data)):
-            data.sort(key=lambda item: item.index)
-            if [item.index for item in data] != list(range(expected)):
-                raise ProviderResponseError(
-                    f"{self._context} returned embeddings with indexes that do not match the "
-                    "inputs; the server is not OpenAI-compatible for /embeddings."
-                )
-        vectors = [item.embedding for item in data]
-        if isinstance(vectors[0], str):
-            raise ProviderResponseError(
-                f"{self._context} returned base64 strings; do not set encoding_format in "
-                "call_kwargs (the SDK decodes base64 only when it chose it itself)."
-            )
-        return vectors
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _vector(item: Any, position: int) -> tuple[int, list[float]]:
+    where = f"data[{position}]"
+    if not isinstance(item, dict):
+        raise MalformedReply(f"{where} is {type(item).__name__}, expected an embedding object")
+    index = item.get("index", position)
+    if not isinstance(index, int) or isinstance(index, bool):
+        raise MalformedReply(f"{where}.index is {index!r}, expected an integer")
+    raw = item.get("embedding")
+    if isinstance(raw, str):  # base64 of little-endian float32, as OpenAI sends it
+        try:
+            packed = base64.b64decode(raw, validate=True)
+        except ValueError as exc:
+            raise MalformedReply(f"{where}.embedding is not valid base64 ({exc})") from None
+        if len(packed) % 4:
+            raise MalformedReply(f"{where}.embedding holds {len(packed)} bytes, not float32s")
+        numbers = array.array("f", packed)
+        if sys.byteorder == "big":
+            numbers.byteswap()
+        vector = numbers.tolist()
+    elif isinstance(raw, list):
+        if not all(isinstance(x, int | float) and not isinstance(x, bool) for x in raw):
+            bad = next(x for x in raw if not isinstance(x, int | float) or isinstance(x, bool))
+            raise MalformedReply(f"{where}.embedding holds {bad!r}, expected numbers")
+        vector = [float(x) for x in raw]
+    else:
+        state = "missing" if "embedding" not in item else f"{type(raw).__name__} {raw!r:.40}"
+        raise MalformedReply(f"{where}.embedding is {state}, expected a list of numbers")
+    if not vector:
+        raise MalformedReply(f"{where}.embedding is empty")
+    if not all(math.isfinite(x) for x in vector):
+        raise MalformedReply(f"{where}.embedding holds NaN or infinity")
+    return index, vector
+
+
+def vectors_from_reply(response: Any, expected: int) -> list[list[float]]:
+    """The vectors of an embeddings reply, in input order; `MalformedReply` names what is wrong:
+    not an object, no ``data`` list, a count or indexes that do not match the inputs, a vector
+    that is missing, empty, not numbers, NaN/infinite, or of another length than the rest."""
+    data = response
+    if not isinstance(data, dict):
+        to_dict = getattr(response, "to_dict", None)
+        if callable(to_dict) and hasattr(type(response), "model_fields"):
+            data = to_dict(warnings=False)
+    if not isinstance(data, dict):
+        shown = repr(response)[:60]
+        raise MalformedReply(f"the body is {type(response).__name__} {shown}, not a JSON object")
+    items = data.get("data")
+    if not isinstance(items, list):
+        state = "missing" if "data" not in data else f"{type(items).__name__} {items!r:.40}"
+        raise MalformedReply(f"data is {state}, expected a list of embeddings")
+    if len(items) != expected:
+        raise MalformedReply(
+            f"{len(items)} embeddings for {expected} inputs: the server dropped inputs (some "
+            "servers cap the batch: lower batch_size)"
+        )
+    indexed = dict(_vector(item, position) for position, item in enumerate(items))
+    # Servers may answer out of order; `index` says which input each vector belongs to.
+    if sorted(indexed) != list(range(expected)):
+        raise MalformedReply(
+            f"the embeddings' indexes {sorted(indexed)[:10]} do not match the {expected} inputs"
+        )
+    vectors = [indexed[i] for i in range(expected)]
+    sizes = {len(vector) for vector in vectors}
+    if len(sizes) > 1:
+        raise MalformedReply(f"the vectors differ in length ({sorted(sizes)})")
+    return vectors

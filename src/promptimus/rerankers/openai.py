@@ -7,11 +7,12 @@ Infinity and LocalAI share. Results are mapped back to the input hits by ``index
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from promptimus.errors import InvalidArgument, ProviderConfigError, ProviderResponseError
+from promptimus.errors import InvalidArgument, MalformedReply, ProviderConfigError
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.original_kwargs import OriginalKwargs
 from promptimus.transport.per_loop import PerLoop
@@ -129,12 +130,15 @@ class OpenAILikeReranker:
         if top_n is not None:
             body["top_n"] = min(top_n, len(hits))
         key = self._key()
-        data = await self.retry.run(
-            lambda: self._post(body),
+
+        async def attempt() -> list[SearchHit]:
+            return self._map_results(await self._post(body), hits, top_n)
+
+        return await self.retry.run(
+            attempt,
             context=f"rerank with {self.model_name!r} at {self.base_url}",
             redact=(key,) if key else (),
         )
-        return self._map_results(data, hits, top_n)
 
     async def forward(
         self, query: str, result_lists: list[list[SearchHit]], **kwargs: Any
@@ -160,13 +164,17 @@ class OpenAILikeReranker:
         return response.json()
 
     def _map_results(self, data: Any, hits: list[SearchHit], top_n: int | None) -> list[SearchHit]:
+        """The hits the reply ranks; `MalformedReply` (retried once) if it is not a list of
+        results with an index among the hits and a finite score, or ranks nothing at all."""
         results = data.get("results", data.get("data")) if isinstance(data, dict) else data
         if not isinstance(results, list):
-            raise ProviderResponseError(
-                f"The rerank endpoint at {self.base_url} answered without a 'results' list "
-                f"(got {type(data).__name__}); check that base_url serves a Cohere/Jina-style "
-                "/rerank API."
+            raise MalformedReply(
+                f"no 'results' list (got {type(data).__name__}"
+                f"{f' with results {results!r:.40}' if isinstance(data, dict) else ''}); check "
+                "that base_url serves a Cohere/Jina-style /rerank API"
             )
+        if not results:
+            raise MalformedReply(f"an empty 'results' list for {len(hits)} documents")
         scored: dict[int, float] = {}
         for item in results:
             index = item.get("index") if isinstance(item, dict) else None
@@ -179,10 +187,11 @@ class OpenAILikeReranker:
                 or not 0 <= index < len(hits)
                 or not isinstance(score, int | float)
                 or isinstance(score, bool)
+                or not math.isfinite(score)
             ):
-                raise ProviderResponseError(
-                    f"The rerank endpoint at {self.base_url} returned an invalid result {item!r}: "
-                    f"each needs an 'index' in [0, {len(hits)}) and a numeric 'relevance_score'."
+                raise MalformedReply(
+                    f"an invalid result {item!r:.80}: each needs an 'index' in [0, {len(hits)}) "
+                    "and a finite numeric 'relevance_score'"
                 )
             scored.setdefault(index, float(score))
         order = sorted(scored, key=lambda i: (-scored[i], i))

@@ -8,7 +8,9 @@ or a well-formed reply that says nothing at all. ``MALFORMED_KINDS`` maps every 
 
 from __future__ import annotations
 
+import base64
 import json
+import struct
 from typing import Any
 
 __all__ = [
@@ -117,8 +119,16 @@ def _chat(kind: str, good: dict[str, Any]) -> dict[str, Any]:
     return good
 
 
+def _floats(raw: Any) -> Any:
+    if isinstance(raw, str):  # base64 float32, as asked: spoil the numbers themselves
+        return list(struct.unpack(f"<{len(base64.b64decode(raw)) // 4}f", base64.b64decode(raw)))
+    return raw
+
+
 def _embeddings(kind: str, good: dict[str, Any]) -> dict[str, Any]:
     data = good["data"]
+    for item in data:
+        item["embedding"] = _floats(item["embedding"])
     if kind == "null_data":
         good["data"] = None
     elif kind == "no_data":

@@ -13,7 +13,6 @@ Status codes, request ids and headers without the key are kept.
 from __future__ import annotations
 
 import contextlib
-import sys
 from collections.abc import Iterable
 from typing import Any
 
@@ -82,19 +81,26 @@ def _clean_headers(headers: Any, secrets: tuple[str, ...], drop: tuple[str, ...]
     ]
 
 
+def _httpx_class(value: Any, name: str) -> type | None:
+    """``type(value)`` if it is httpx's (or httpx2's, which the openai SDK uses) ``name``."""
+    cls = type(value)
+    package = cls.__module__.split(".", 1)[0]
+    return cls if cls.__name__ == name and package in ("httpx", "httpx2") else None
+
+
 def _clean_request(request: Any, secrets: tuple[str, ...]) -> Any:
-    httpx = sys.modules.get("httpx")
-    if httpx is None or not isinstance(request, httpx.Request):
+    request_class = _httpx_class(request, "Request")
+    if request_class is None:
         return request
     url = redact_secrets(str(request.url), secrets)
-    return httpx.Request(
+    return request_class(
         request.method, url, headers=_clean_headers(request.headers, secrets, ("content-length",))
     )
 
 
 def _clean_response(response: Any, secrets: tuple[str, ...]) -> Any:
-    httpx = sys.modules.get("httpx")
-    if httpx is None or not isinstance(response, httpx.Response):
+    response_class = _httpx_class(response, "Response")
+    if response_class is None:
         return response
     try:
         content = response.content
@@ -108,7 +114,7 @@ def _clean_response(response: Any, secrets: tuple[str, ...]) -> Any:
     headers = _clean_headers(
         response.headers, secrets, ("content-length", "content-encoding", "transfer-encoding")
     )
-    return httpx.Response(
+    return response_class(
         response.status_code,
         headers=headers,
         content=_redacted(content, secrets),
