@@ -15,13 +15,15 @@ from typing import Any
 
 __all__ = [
     "MALFORMED_KINDS",
+    "ROUTES",
     "MalformedBody",
     "malformed_body",
     "malformed_stream",
     "not_applicable",
 ]
 
-_ALL = ("chat", "embeddings", "rerank")
+ROUTES = ("chat", "embeddings", "rerank")
+_ALL = ROUTES
 
 MALFORMED_KINDS: dict[str, tuple[str, ...]] = {
     # the body is not a JSON object

@@ -244,6 +244,13 @@ class Route:
         self._lock = threading.Lock()
 
     def script(self, *items: Any) -> Route:
+        for item in items:
+            if isinstance(item, Fault) and item.kind == "malformed":
+                from promptimus.errors import InvalidArgument
+                from promptimus.testing.malformed import MALFORMED_KINDS, ROUTES, not_applicable
+
+                if self.name in ROUTES and self.name not in MALFORMED_KINDS[item.body]:
+                    raise InvalidArgument(not_applicable(item.body, self.name) + ".")
         with self._lock:
             self._queue.extend(items)
         return self
