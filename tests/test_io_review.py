@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from promptimus.embedders import OpenAILikeEmbedder
-from promptimus.errors import InvalidEmbedding
+from promptimus.errors import InvalidEmbedding, MalformedReply
 from promptimus.llms import resolve
 from promptimus.modules import RetrievalModule
 from promptimus.ops import cosine
@@ -59,8 +59,9 @@ async def test_retrieval_with_a_server_returning_a_nan_query_vector_fails_loudly
         store = InMemoryVectorStore(text_search=False)
         retrieval = RetrievalModule(store, n_text=0, embedder=embedder)
         await retrieval.insert(["cats purr", "dogs bark"])
-        srv.embeddings.script([[math.nan] + [0.0] * 63])
-        with pytest.raises(InvalidEmbedding, match="NaN or infinity"):
+        nan_vector = [math.nan] + [0.0] * 63
+        srv.embeddings.script([nan_vector], [nan_vector])  # a malformed reply is retried once
+        with pytest.raises(MalformedReply, match="NaN or infinity"):
             await retrieval("cats")
         assert srv.embeddings.pending == 0
 
