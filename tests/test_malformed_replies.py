@@ -314,3 +314,14 @@ def test_chunks_without_choices_pass_only_with_usage_and_azure_style_chunks_pass
         chunk_to_delta({"id": "x"})
     # Azure's content-filter chunks carry a choice without a delta
     assert chunk_to_delta({"choices": [{"index": 0, "finish_reason": None}]}).content is None
+
+
+def test_token_counts_pydantic_would_read_still_pass() -> None:
+    message = {"role": "assistant", "content": "hi"}
+    reply = completion_to_message(
+        {**_completion(message), "usage": {"prompt_tokens": 12.0, "completion_tokens": "3"}}
+    )
+    assert reply.usage is not None
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (12, 3)
+    with pytest.raises(MalformedReply, match="completion_tokens is a number"):
+        completion_to_message({**_completion(message), "usage": {"completion_tokens": -1}})

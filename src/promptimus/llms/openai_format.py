@@ -119,25 +119,35 @@ def _reasoning(data: dict[str, Any]) -> str | None:
     return None
 
 
+def _count(data: dict[str, Any], key: str, where: str) -> int:
+    """A token count: an integer, or what pydantic would read as one (``12.0``, ``"12"``)."""
+    value = data.get(key)
+    if value is None:
+        return 0
+    if (isinstance(value, float) and value.is_integer()) or (
+        isinstance(value, str) and value.strip().isdigit()
+    ):
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise MalformedReply(f"{where}{key} is {_shown(value)}, expected a token count")
+    return value
+
+
 def usage_from_openai(usage: Any, where: str = "") -> Usage | None:
     if usage is None:
         return None
     data = usage if isinstance(usage, dict) else _data(usage, f"{where}usage")
     place = f"{where}usage."
-    counts = {
-        name: _field(data, name, int, place) or 0
-        for name in ("prompt_tokens", "completion_tokens", "total_tokens")
-    }
     prompt_details = _field(data, "prompt_tokens_details", dict, place) or {}
     completion_details = _field(data, "completion_tokens_details", dict, place) or {}
     return Usage(
-        **counts,
-        cached_tokens=_field(prompt_details, "cached_tokens", int, f"{place}prompt_tokens_details.")
-        or 0,
-        reasoning_tokens=_field(
-            completion_details, "reasoning_tokens", int, f"{place}completion_tokens_details."
-        )
-        or 0,
+        prompt_tokens=_count(data, "prompt_tokens", place),
+        completion_tokens=_count(data, "completion_tokens", place),
+        total_tokens=_count(data, "total_tokens", place),
+        cached_tokens=_count(prompt_details, "cached_tokens", f"{place}prompt_tokens_details."),
+        reasoning_tokens=_count(
+            completion_details, "reasoning_tokens", f"{place}completion_tokens_details."
+        ),
     )
 
 
