@@ -175,3 +175,33 @@ async def test_the_reranker_exhausting_its_retries_leaves_no_trace(srv: FakeOpen
         await reranker.rerank("cats", hits)
     assert_no_key(info.value)
     await reranker.aclose()
+
+
+def test_scrubbing_keeps_status_and_request_id_and_handles_compressed_bodies() -> None:
+    import gzip
+
+    import httpx
+
+    from promptimus.transport.secret_scrub import scrub_exception
+
+    request = httpx.Request(
+        "POST", f"http://proxy.local/v1?key={KEY}", headers={"Authorization": f"Bearer {KEY}"}
+    )
+    response = httpx.Response(
+        401,
+        headers={"content-encoding": "gzip", "x-request-id": "req_1"},
+        content=gzip.compress(f'{{"error": "bad key {KEY}"}}'.encode()),
+        request=request,
+    )
+    error = RuntimeError(f"rejected {KEY}")
+    error.response = response  # type: ignore[attr-defined]
+    error.body = {"error": [f"bad key {KEY}"]}  # type: ignore[attr-defined]
+    outer = ValueError("wrapped")
+    outer.__cause__ = error
+    scrub_exception(outer, [KEY])
+    assert KEY not in attributes(error)
+    assert error.args == ("rejected ***",)
+    assert error.response.status_code == 401  # type: ignore[attr-defined]
+    assert error.response.headers["x-request-id"] == "req_1"  # type: ignore[attr-defined]
+    assert error.response.json() == {"error": "bad key ***"}  # type: ignore[attr-defined]
+    assert error.response.request.headers["authorization"] == "Bearer ***"  # type: ignore[attr-defined]
