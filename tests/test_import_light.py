@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-HEAVY = ["openai", "chromadb", "httpx", "numpy", "opentelemetry", "tomlkit"]
+HEAVY = ["openai", "chromadb", "httpx", "numpy", "opentelemetry", "tomlkit", "tqdm"]
 
 
 def imported_after(code: str) -> list[str]:
@@ -35,6 +35,8 @@ def imported_after(code: str) -> list[str]:
         "import promptimus; promptimus.Prompt; promptimus.ImageContent",
         "import promptimus.dto.message, promptimus.dto.image",
         "from promptimus.common.rate_limiting import RateLimitedClient",
+        "import promptimus.evals",
+        "import promptimus; promptimus.evals.Dataset; promptimus.evals.evaluate",
     ],
 )
 def test_import_pulls_in_no_heavy_dependency(code: str) -> None:
@@ -65,3 +67,29 @@ def test_the_probe_can_see_heavy_imports() -> None:
     # guards the test above against passing vacuously: a real import is reported
     assert imported_after("import json") == []
     assert "httpx" in imported_after("import httpx")
+
+
+def test_import_promptimus_does_not_import_evals() -> None:
+    code = "import promptimus, sys; print(json.dumps([m for m in sys.modules if 'evals' in m]))"
+    result = subprocess.run(
+        [sys.executable, "-c", f"import json; {code}"], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+
+
+def test_an_evaluation_without_a_progress_bar_stays_light() -> None:
+    code = """
+import asyncio
+from promptimus import Module
+from promptimus.evals import Dataset, evaluate, exact_match
+
+class Echo(Module):
+    async def forward(self, text):
+        return text
+
+data = Dataset.from_records([{"inputs": {"text": "a"}, "expected": "a"}])
+report = asyncio.run(evaluate(Echo(), data, exact_match, progress=False))
+assert report.score == 1.0
+"""
+    assert imported_after(code) == []

@@ -51,6 +51,7 @@ _SUBMODULES = {
     "tracing",
     "ops",
     "common",
+    "evals",
 }
 
 if TYPE_CHECKING:

@@ -304,6 +304,36 @@ class VectorStoreRecoveryError(VectorStoreError):
     which rows lack what."""
 
 
+# --- evaluation (added by the evals helper) ------------------------------------------------------
+
+
+class EvalError(PromptimusError):
+    """An evaluation (`promptimus.evals`) was set up or run in a way it does not allow."""
+
+
+class DatasetError(EvalError, ValueError):
+    """A dataset row or file cannot be read as examples. `line` is the 1-based line (JSONL, CSV)
+    or record number (`from_records`) of the bad row, when there is one."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class EmptyDataset(DatasetError):
+    """An evaluation was asked to run on no examples."""
+
+
+class MetricResultError(EvalError, TypeError):
+    """A metric returned something other than a number or a `Score` (or a number that is not
+    finite). The run stops at the first such result: every later score would be wrong too."""
+
+
+class CallBudgetExceeded(EvalError):
+    """An evaluation would make more module calls than its `CallCounter` allows. Raised before
+    any call of that evaluation is made."""
+
+
 # --- names of the original promptimus 0.1 ------------------------------------------------------
 # `except OldName:` keeps catching what promptimus raises today; each use warns once with the new
 # name. `InvalidToolName` kept its name and is defined above.
