@@ -41,10 +41,10 @@ def output_data(value: Any) -> Any:
     """An output or expected value as JSON data: a pydantic model's fields, a dict or list as is,
     text parsed as JSON (plain, in a code fence, or the first object in the text). Raises
     `ValueError` when text holds no JSON."""
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, Message):
+    if isinstance(value, Message):  # before BaseModel: a Message is one, but its text counts
         value = value.content
+    elif isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
     if not isinstance(value, str):
         return value
     text = value.strip()
