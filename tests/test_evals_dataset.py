@@ -142,3 +142,17 @@ def test_sample_is_seeded_and_distinct() -> None:
 def test_dataset_refuses_non_examples() -> None:
     with pytest.raises(DatasetError, match="from_records"):
         Dataset([{"inputs": {}}])  # type: ignore[list-item]
+
+
+def test_loaders_name_the_line_that_is_not_utf8(tmp_path: Path) -> None:
+    good = json.dumps(records(1)[0]).encode()
+    path = tmp_path / "data.jsonl"
+    path.write_bytes(good + b"\n" + good + b"\n" + b'{"inputs": {"q": "\xff"}}\n')
+    with pytest.raises(DatasetError, match="line 3 is not UTF-8") as info:
+        Dataset.from_jsonl(path)
+    assert info.value.line == 3
+    csv_path = tmp_path / "data.csv"
+    csv_path.write_bytes(b"q,expected\n" + b"a,b\n" * 3 + b"\xff,x\n")
+    with pytest.raises(DatasetError, match="line 5 is not UTF-8") as info:
+        Dataset.from_csv(csv_path)
+    assert info.value.line == 5

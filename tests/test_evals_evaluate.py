@@ -302,3 +302,40 @@ async def test_without_tqdm_the_run_works_without_a_bar(monkeypatch: pytest.Monk
     monkeypatch.setattr(sys, "stderr", terminal)
     report = await run(Counting(), data(3), exact_match, progress=True)
     assert report.score == 1.0 and terminal.getvalue() == ""
+
+
+async def test_an_agents_usage_counts_every_step_and_its_memory_stays_per_example() -> None:
+    from promptimus.agents import OpenaiToolCallingAgent
+
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        return a + b
+
+    def script(history: list[Message], kwargs: dict[str, Any]) -> Message | str:
+        users = [m for m in history if m.role == MessageRole.USER]
+        if len(users) != 1:
+            return f"saw {len(users)} requests"
+        if history[-1].role == MessageRole.TOOL:
+            return history[-1].content
+        return ScriptedLLM.tool_call("add", {"a": 1, "b": int(users[0].content)})
+
+    llm = ScriptedLLM(script)
+    agent = OpenaiToolCallingAgent("You add.", tools=[add]).with_llm(llm)
+    examples = Dataset.from_records(
+        {"inputs": {"request": str(i)}, "expected": str(i + 1)} for i in range(6)
+    )
+    report = await run(agent, examples, exact_match, concurrency=3)
+    assert report.score == 1.0, repr(report)
+    assert [r.usage.requests for r in report.rows] == [2] * 6  # the tool call and the answer
+    assert report.usage.requests == len(llm.requests) == 12
+
+
+async def test_plain_functions_evaluate_too() -> None:
+    def upper(history: str) -> str:
+        return f"answer {history}"
+
+    async def lower(history: str) -> str:
+        return f"answer {history}"
+
+    assert (await run(upper, data(2), exact_match)).score == 1.0
+    assert (await run(lower, data(2), exact_match)).score == 1.0

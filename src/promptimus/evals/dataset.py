@@ -11,6 +11,7 @@ line (JSONL, CSV) or record number (`from_records`), counted from 1.
 from __future__ import annotations
 
 import csv
+import io
 import json
 import math
 import os
@@ -81,11 +82,15 @@ class Dataset(Sequence[Example]):
     def from_jsonl(cls, path: str | os.PathLike[str]) -> Dataset:
         """One JSON object per line, like `from_records`; blank lines are skipped."""
         examples = []
-        with open(path, encoding="utf-8") as file:
-            for number, text in enumerate(file, start=1):
+        with open(path, "rb") as file:
+            for number, raw in enumerate(file, start=1):
+                where = f"{os.fspath(path)} line {number}"
+                try:
+                    text = raw.decode("utf-8")
+                except UnicodeDecodeError as exc:
+                    raise DatasetError(f"{where} is not UTF-8 ({exc}).", line=number) from None
                 if not text.strip():
                     continue
-                where = f"{os.fspath(path)} line {number}"
                 try:
                     record = json.loads(text)
                 except (json.JSONDecodeError, RecursionError, ValueError) as exc:
@@ -106,7 +111,16 @@ class Dataset(Sequence[Example]):
         (default: every column that is not `expected` or in `metadata`); `expected` names the
         expected column (None: no expected values). Values are strings, as CSV stores them."""
         where_file = os.fspath(path)
-        with open(path, encoding="utf-8", newline="") as file:
+        with open(path, "rb") as binary:
+            content = binary.read()
+        try:
+            text = content.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            number = content[: exc.start].count(b"\n") + 1
+            raise DatasetError(
+                f"{where_file} line {number} is not UTF-8 ({exc}).", line=number
+            ) from None
+        with io.StringIO(text, newline="") as file:
             reader = csv.reader(file)
             try:
                 header = next(reader)

@@ -43,7 +43,9 @@ async def _run_one(
     with collecting() as usage:
         try:
             async with Session(f"eval-{index}"):
-                output = await module(**example.inputs)
+                output = module(**example.inputs)
+                if inspect.isawaitable(output):
+                    output = await output
         except Exception as exc:
             latency = time.perf_counter() - started
             error = _describe(exc)
@@ -63,7 +65,7 @@ async def _run_one(
 
 
 async def evaluate(
-    module: Callable[..., Awaitable[Any]],
+    module: Callable[..., Any],
     dataset: Sequence[Example],
     metric: Metric,
     *,
