@@ -36,6 +36,9 @@ _LAZY: dict[str, str] = {
     "ToolCallDelta": "dto",
     "History": "dto",
     "Prompt": "modules.prompt",
+    "track_usage": "promptimus.tracing.usage",
+    "budget": "promptimus.tracing.budget",
+    "BudgetExceeded": "errors",
 }
 _SUBMODULES = {
     "dto",
@@ -72,6 +75,9 @@ if TYPE_CHECKING:
     from .dto import ToolRequest as ToolRequest
     from .dto import Usage as Usage
     from .modules.prompt import Prompt as Prompt
+    from .errors import BudgetExceeded as BudgetExceeded
+    from .tracing.budget import budget as budget
+    from .tracing.usage import track_usage as track_usage
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), submodules=_SUBMODULES)

@@ -334,6 +334,17 @@ class CallBudgetExceeded(EvalError):
     any call of that evaluation is made."""
 
 
+# --- observability -----------------------------------------------------------------------------
+
+
+class BudgetExceeded(PromptimusError):
+    """A `pm.budget(...)` limit was reached; the request that would exceed it was not sent."""
+
+
+class OptionalDependencyMissing(PromptimusError, ImportError):
+    """A feature needs a package that is not installed; the message names the one to install."""
+
+
 # --- names of the original promptimus 0.1 ------------------------------------------------------
 # `except OldName:` keeps catching what promptimus raises today; each use warns once with the new
 # name. `InvalidToolName` kept its name and is defined above.

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, NamedTuple, TypeVar
 
 from ..core import Module, ModuleDict
+from ..core.provider_calls import provider_call, report_event
 from ..dto import Message, Usage
 from ..errors import InvalidArgument, MaxIterExceeded, RequestRejected, ToolError
 from ..llms.accumulator import MessageAccumulator
@@ -345,14 +346,25 @@ class BaseAgent(Module, Generic[OutputT]):
             accumulator = MessageAccumulator()
             try:
                 if stream:
-                    async for delta in llm.astream(sent, **provider_kwargs):
-                        accumulator.add(delta)
-                        if delta.reasoning:
-                            yield ReasoningDelta(delta.reasoning, index)
-                        if delta.content:
-                            yield TextDelta(delta.content, index)
-                    # a stream that ended without a finish_reason was cut off: never an answer
-                    reply = accumulator.finish(f"a call to {llm!r}")
+                    template = None if dynamic else prompt.prompt.value  # type: ignore[union-attr]
+                    async with provider_call(
+                        "llm",
+                        prompt,
+                        llm,
+                        sent,
+                        provider_kwargs,
+                        template=template,
+                        variables=variables,
+                        stream=True,
+                    ) as call:
+                        async for delta in llm.astream(sent, **provider_kwargs):
+                            accumulator.add(delta)
+                            if delta.reasoning:
+                                yield ReasoningDelta(delta.reasoning, index)
+                            if delta.content:
+                                yield TextDelta(delta.content, index)
+                        # a stream that ended without a finish_reason was cut off: never an answer
+                        reply = call.output = accumulator.finish(f"a call to {llm!r}")
                 elif dynamic:
                     reply = await prompt.forward(history, provider_kwargs, system=system)
                 else:
@@ -380,6 +392,11 @@ class BaseAgent(Module, Generic[OutputT]):
 
             if isinstance(decision, Retry):
                 state.retries += 1
+                report_event(
+                    self,
+                    "retry",
+                    {"step": index, "retry": state.retries, "feedback": decision.feedback.content},
+                )
                 if not decision.counts_as_step:
                     steps -= 1
                 conversation = [*conversation, reply, decision.feedback]

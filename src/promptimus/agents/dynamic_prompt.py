@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
 from ..core import Module, Parameter
+from ..core.provider_calls import provider_call
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
 from ..template import format_template
@@ -87,7 +88,11 @@ class DynamicPrompt(Module):
                 ctx if ctx is not None else RunContext(), **variables
             )
         messages = [system, *history] if history else [system]
-        return await self.llm.achat(messages, **(provider_kwargs or {}))
+        llm = self.llm
+        params = provider_kwargs or {}
+        async with provider_call("llm", self, llm, messages, params, variables=variables) as call:
+            call.output = await llm.achat(messages, **params)
+        return call.output  # type: ignore[no-any-return]
 
     def extra_repr(self) -> str:
         return f"fn={getattr(self._fn, '__qualname__', type(self._fn).__name__)}"

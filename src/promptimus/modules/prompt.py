@@ -6,6 +6,7 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ..core import Module, Parameter
+from ..core.provider_calls import provider_call
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
 from ..template import format_template
@@ -55,4 +56,10 @@ class Prompt(Module):
         **kwargs: Any,
     ) -> Message:
         messages = self.render(history, **kwargs)
-        return await self.llm.achat(messages, **(provider_kwargs or {}))
+        llm = self.llm
+        params = provider_kwargs or {}
+        async with provider_call(
+            "llm", self, llm, messages, params, template=self.prompt.value, variables=kwargs
+        ) as call:
+            call.output = await llm.achat(messages, **params)
+        return call.output  # type: ignore[no-any-return]

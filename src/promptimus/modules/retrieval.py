@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core import Module
+from ..core.provider_calls import provider_call
 from ..errors import InvalidArgument, ProviderResponseError, RerankerNotSet
 from ..rerankers.rrf import RRFReranker
 
@@ -189,7 +190,8 @@ class RetrievalModule(Module):
         for start in range(0, len(unique), step):
             chunk = unique[start : start + step]
             texts = [docs[i] for i in chunk]
-            embeddings = await embedder.aembed_batch(texts)
+            async with provider_call("embedding", self, embedder, texts) as call:
+                embeddings = call.output = await embedder.aembed_batch(texts)
             if len(embeddings) != len(texts):
                 raise ProviderResponseError(
                     f"The embedder {getattr(embedder, 'model_name', embedder)!r} returned "
@@ -248,10 +250,16 @@ class RetrievalModule(Module):
         candidates = rankings[0] if len(rankings) == 1 else self._fusion.fuse(rankings)
         if reranker is None or not candidates:
             return candidates[:n_out]
-        return await reranker.rerank(query, candidates, top_n=n_out)  # type: ignore[no-any-return]
+        params = {"top_n": n_out}
+        async with provider_call("rerank", self, reranker, (query, candidates), params) as call:
+            call.output = await reranker.rerank(query, candidates, top_n=n_out)
+        return call.output  # type: ignore[no-any-return]
 
     async def _semantic(self, query: str, n: int, where: Where | None) -> list[SearchHit]:
-        embedding = await self.embedder.aembed(query)
+        embedder = self.embedder
+        async with provider_call("embedding", self, embedder, [query]) as call:
+            embedding = await embedder.aembed(query)
+            call.output = [embedding]
         return await self.vector_store.search(embedding, n, where)
 
 

@@ -35,6 +35,7 @@ from pydantic import BaseModel, ValidationError
 
 from .._lazy import deprecated_exports
 from ..core import Module, Parameter
+from ..core.provider_calls import report_event
 from ..dto import Message, MessageRole
 from ..errors import (
     ContextWindowExceeded,
@@ -363,6 +364,8 @@ class StructuralOutput(Module, Generic[T]):
             if error is None:
                 return value  # type: ignore[return-value]
             errors.append(error)
+            if len(raw) <= self.n_retries:
+                report_event(self, "retry", {"attempt": len(raw), "error": error})
             messages = [*messages, reply, self.retry_message(error)]
         raise FailedToParseOutput(
             f"No valid {self.output_model.__name__} after {len(raw)} attempt(s); the last "

@@ -11,6 +11,7 @@ import asyncio
 import threading
 from typing import Any, ClassVar
 
+from promptimus.core.provider_calls import report_usage
 from promptimus.dto import Usage
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_client import OpenAIClientFactory
@@ -134,6 +135,7 @@ class OpenAIEndpoint:
 
     def _record(self, usage: Usage | None, reservation: Reservation | None) -> None:
         """Count a completed request, add its usage, and settle its token reservation."""
+        report_usage(usage)  # to the module's call in progress (usage per module, budgets)
         with self._lock:
             self._request_count += 1
             if usage is not None:
