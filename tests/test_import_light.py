@@ -37,6 +37,10 @@ def imported_after(code: str) -> list[str]:
         "from promptimus.common.rate_limiting import RateLimitedClient",
         "import promptimus.evals",
         "import promptimus; promptimus.evals.Dataset; promptimus.evals.evaluate",
+        "import promptimus.tracing",
+        "from promptimus import track_usage, budget, BudgetExceeded",
+        "from promptimus.tracing import track_usage, budget, conventions",
+        "import promptimus.core.provider_calls",
     ],
 )
 def test_import_pulls_in_no_heavy_dependency(code: str) -> None:
@@ -61,6 +65,29 @@ with tempfile.TemporaryDirectory() as folder:
 assert box.run_sync() == "hi"
 """
     assert imported_after(code) == []
+
+
+def test_usage_accounting_needs_no_opentelemetry() -> None:
+    code = """
+import asyncio
+import promptimus as pm
+from promptimus.core.provider_calls import provider_call
+
+class Fake(pm.Module):
+    async def forward(self):
+        async with provider_call("llm", self, None, []) as call:
+            call.output = pm.Message(role="assistant", content="x", usage=pm.Usage(total_tokens=3))
+        return call.output
+
+with pm.track_usage() as usage:
+    asyncio.run(Fake()())
+assert usage.total.total_tokens == 3, usage
+"""
+    assert imported_after(code) == []
+
+
+def test_spans_import_opentelemetry_only_when_used() -> None:
+    assert "opentelemetry.trace" in imported_after("from promptimus.tracing import instrument")
 
 
 def test_the_probe_can_see_heavy_imports() -> None:
