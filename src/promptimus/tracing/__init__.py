@@ -25,6 +25,7 @@ _LAZY: dict[str, str] = {
     "disable_tracing": "spans",
     "enable_tracing": "spans",
     "tracing_disabled": "spans",
+    "label_tree": "spans",
     "DEFAULT_MAX_VALUE_CHARS": "spans",
     "track_usage": "usage",
     "UsageReport": "usage",
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from .spans import disable_tracing as disable_tracing
     from .spans import enable_tracing as enable_tracing
     from .spans import instrument as instrument
+    from .spans import label_tree as label_tree
     from .spans import tracing_disabled as tracing_disabled
     from .usage import PathUsage as PathUsage
     from .usage import UsageReport as UsageReport

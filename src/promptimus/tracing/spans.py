@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import __version__
 from ..core import Module, current_session
-from ..errors import OptionalDependencyMissing
+from ..errors import InvalidArgument, OptionalDependencyMissing
 
 try:
     from opentelemetry import context as otel_context
@@ -42,6 +42,7 @@ from ..core.provider_calls import ProviderCall, register_provider_call_observer
 from . import conventions as c
 from .attribute_values import ValueEncoder
 from .module_path import absolute_path
+from .pricing import Pricing, check_pricing
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -61,6 +62,7 @@ DEFAULT_MAX_VALUE_CHARS = 32_000
 _MAX_LISTED = 100  # documents, texts or tools listed one attribute each; the rest are counted
 
 _excluded: weakref.WeakSet[Module] = weakref.WeakSet()
+_root_labels: weakref.WeakKeyDictionary[Module, str] = weakref.WeakKeyDictionary()
 _suppressed: contextvars.ContextVar[bool] = contextvars.ContextVar(
     "promptimus_tracing_suppressed", default=False
 )
@@ -89,11 +91,20 @@ def tracing_disabled(module: Module) -> bool:
     return module in _excluded
 
 
+def label_tree(root: Module, name: str) -> Module:
+    """Name `root`'s spans `name`, `name.child`... instead of `root`, `root.child`."""
+    if not isinstance(name, str) or not name or "." in name:
+        raise InvalidArgument(f"A tree label is a non-empty name without dots, got {name!r}.")
+    _root_labels[root] = name
+    return root
+
+
 def instrument(
     tracer_provider: TracerProvider | None = None,
     *,
     max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
     include_digest: bool = True,
+    pricing: Pricing | None = None,
 ) -> Tracing:
     """Start emitting spans for every module call and provider request in the process.
 
@@ -101,6 +112,8 @@ def instrument(
       setup or `opentelemetry.trace.set_tracer_provider`).
     - `max_value_chars`: longer input/output/message texts are cut (with a note of how much).
     - `include_digest`: put each module's content digest into the span's `metadata`.
+    - `pricing`: `{model: (input, output[, cached_input])}` per million tokens; LLM and
+      embedding spans then carry `llm.cost.prompt|completion|total`.
 
     Calling it again replaces the previous instrumentation. Returns a `Tracing` handle:
     `.remove()` (or `with instrument(...):`) stops it.
@@ -108,7 +121,9 @@ def instrument(
     global _active
     if _active is not None:
         _active.remove()
-    _active = Tracing(tracer_provider, max_value_chars=max_value_chars, digest=include_digest)
+    _active = Tracing(
+        tracer_provider, max_value_chars=max_value_chars, digest=include_digest, pricing=pricing
+    )
     return _active
 
 
@@ -116,22 +131,23 @@ class Tracing:
     """An active instrumentation (see `instrument`)."""
 
     def __init__(
-        self, tracer_provider: TracerProvider | None, *, max_value_chars: int, digest: bool
+        self,
+        tracer_provider: TracerProvider | None,
+        *,
+        max_value_chars: int = DEFAULT_MAX_VALUE_CHARS,
+        digest: bool = True,
+        pricing: Pricing | None = None,
     ):
         self.tracer = trace.get_tracer("promptimus", __version__, tracer_provider=tracer_provider)
         self.encoder = ValueEncoder(max_value_chars)
         self.include_digest = digest
-        self.root_labels: weakref.WeakKeyDictionary[Module, str] = weakref.WeakKeyDictionary()
+        self.pricing = check_pricing(pricing)
         self._handles: list[RemovableHandle] = [
             register_module_call_interceptor(self._intercept),
             register_provider_call_observer(self),
         ]
 
     # ------------------------------------------------------------------ lifecycle
-
-    def label(self, root: Module, name: str) -> None:
-        """Name `root`'s spans `name`, `name.child`... instead of `root`, `root.child`."""
-        self.root_labels[root] = name
 
     def add_secrets(self, *values: str) -> None:
         """Extra values to redact from every attribute (API keys are found on their own)."""
@@ -168,7 +184,7 @@ class Tracing:
                 return await call_next(args, kwargs)
             finally:
                 _suppressed.reset(token)
-        name = absolute_path(module, self.root_labels)
+        name = absolute_path(module, _root_labels)
         span = self._start(name, _module_kind(module))
         if span is None:
             return await call_next(args, kwargs)
@@ -278,7 +294,7 @@ class Tracing:
         if _suppressed.get():
             return
         suffix, kind = _PROVIDER_SPAN.get(call.kind, (call.kind, c.CHAIN))
-        where = absolute_path(call.module, self.root_labels) if call.module is not None else "root"
+        where = absolute_path(call.module, _root_labels) if call.module is not None else "root"
         span = self._start(f"{where}.{suffix}", kind)
         if span is None:
             return
@@ -402,6 +418,17 @@ class Tracing:
         if usage.reasoning_tokens:
             attributes[c.LLM_TOKEN_COUNT_REASONING] = usage.reasoning_tokens
             attributes[c.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
+        price = self.pricing.get(call.model) if self.pricing and call.model else None
+        if price is not None:
+            input_price, output_price, cached_price = price
+            cached = min(usage.cached_tokens, usage.prompt_tokens)
+            prompt_cost = (
+                (usage.prompt_tokens - cached) * input_price + cached * cached_price
+            ) / 1e6
+            completion_cost = usage.completion_tokens * output_price / 1e6
+            attributes[c.LLM_COST_PROMPT] = prompt_cost
+            attributes[c.LLM_COST_COMPLETION] = completion_cost
+            attributes[c.LLM_COST_TOTAL] = prompt_cost + completion_cost
         span.set_attributes(attributes)
 
     # ------------------------------------------------------------------ flattened lists
