@@ -74,8 +74,8 @@ if TYPE_CHECKING:
     from .dto import ToolFunction as ToolFunction
     from .dto import ToolRequest as ToolRequest
     from .dto import Usage as Usage
-    from .modules.prompt import Prompt as Prompt
     from .errors import BudgetExceeded as BudgetExceeded
+    from .modules.prompt import Prompt as Prompt
     from .tracing.budget import budget as budget
     from .tracing.usage import track_usage as track_usage
 
