@@ -16,8 +16,6 @@ def absolute_path(module: Module, root_labels: Mapping[Module, str] | None = Non
     promptimus' `trace(module, module_name)`), replacing `root`.
     """
     path = module.path
-    if path != "root" and not path.startswith("root."):
-        path = f"root.{path}" if path else "root"
     if root_labels:
         root = module
         while True:
