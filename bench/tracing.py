@@ -47,6 +47,7 @@ SPANS_PER_CALL = 2
 
 Call = Callable[[], Awaitable[object]]
 Setup = Callable[[], Callable[[], None]]  # turns a mode on, returns how to turn it off
+_providers: list[TracerProvider] = []  # flushed and shut down before Phoenix stops
 
 
 def _free_port() -> int:
@@ -121,6 +122,7 @@ def modes(phoenix_url: str | None) -> dict[str, Setup]:
         from phoenix_tracer import register
 
         otlp_provider = register(endpoint=phoenix_url, project_name="bench")  # batch processor
+        _providers.append(otlp_provider)
         tracing.instrument().remove()  # register() turned tracing on; each round does instead
 
         def batch_otlp() -> Callable[[], None]:
@@ -230,6 +232,13 @@ async def per_span_cost(base_url: str, calls: int, phoenix_url: str | None) -> N
         print(f"{name:<22}{seconds * 1e6:>8.1f} us/call   {extra * 1e6:>7.1f} us per span")
 
 
+def shut_down_exporters() -> None:
+    for provider in _providers:
+        provider.force_flush(30_000)
+        provider.shutdown()
+    _providers.clear()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=400, help="calls per variant")
@@ -249,10 +258,12 @@ def main() -> None:
             url: str = args.phoenix_url
             asyncio.run(measure(server.base_url, args.calls, args.rounds, url))
             asyncio.run(per_span_cost(server.base_url, 5000, url))
+            shut_down_exporters()
             return
         with local_phoenix() as url:
             asyncio.run(measure(server.base_url, args.calls, args.rounds, url))
             asyncio.run(per_span_cost(server.base_url, 5000, url))
+            shut_down_exporters()
 
 
 if __name__ == "__main__":

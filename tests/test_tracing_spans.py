@@ -556,3 +556,21 @@ async def test_a_failing_llm_call_records_the_error_on_both_spans(
         "root.llm": StatusCode.ERROR,
         "root": StatusCode.ERROR,
     }
+
+
+async def test_a_transport_retry_is_an_event_on_the_llm_span(
+    exporter: InMemorySpanExporter, server: FakeOpenAIServer
+) -> None:
+    from promptimus.testing import Fault
+    from promptimus.transport import RetryPolicy
+
+    server.chat.script(Fault.status(429, retry_after=0), "ok")
+    provider = llm(server, retry=RetryPolicy(max_retries=2, base_delay=0, max_delay=0))
+    assert (await Prompt("p").with_llm(provider)()).content == "ok"
+
+    span = one(exporter.get_finished_spans(), "root.llm")
+    (retry,) = [e for e in span.events if e.name == "retry"]
+    assert retry.attributes["attempt"] == 1
+    assert "429" in retry.attributes["reason"]
+    assert span.status.status_code is StatusCode.OK
+    assert len(server.chat.requests) == 2

@@ -37,6 +37,7 @@ __all__ = [
     "current_provider_call",
     "provider_call",
     "register_provider_call_observer",
+    "report_call_event",
     "report_event",
     "report_usage",
 ]
@@ -148,6 +149,21 @@ def report_usage(usage: Usage | None) -> None:
     call.requests += 1
     if usage is not None:
         call._reported = usage if call._reported is None else call._reported + usage
+
+
+def report_call_event(name: str, attributes: Mapping[str, Any]) -> None:
+    """Called by a provider inside a call (e.g. before retrying a failed request): observers
+    with an `on_call_event(call, name, attributes)` method receive it."""
+    call = _current.get()
+    if call is None:
+        return
+    for observer in list(_observers.values()):
+        on_call_event = getattr(observer, "on_call_event", None)
+        if on_call_event is not None:
+            try:
+                on_call_event(call, name, attributes)
+            except Exception:  # an observer's bug must not fail the user's call
+                _log.exception("provider call observer %r failed in on_call_event", observer)
 
 
 def report_event(module: Module, name: str, attributes: Mapping[str, Any]) -> None:

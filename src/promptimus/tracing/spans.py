@@ -324,6 +324,12 @@ class Tracing:
             enc = self.encoder
             span.add_event(name, {key: _scalar(enc, value) for key, value in attributes.items()})
 
+    def on_call_event(self, call: ProviderCall, name: str, attributes: Mapping[str, Any]) -> None:
+        span = call.state.get(self)
+        if span is not None:
+            enc = self.encoder
+            span.add_event(name, {key: _scalar(enc, value) for key, value in attributes.items()})
+
     def _request_attributes(self, span: Span, call: ProviderCall) -> None:
         enc = self.encoder
         attributes: dict[str, Any] = {}

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from promptimus.core.provider_calls import report_call_event
 from promptimus.errors import (
     ContextWindowExceeded,
     EmptyReply,
@@ -292,6 +293,10 @@ class RetryPolicy:
                     attempts,
                     redact_secrets(failure.reason, redact),
                     delay,
+                )
+                report_call_event(  # a span event on the request's span when traced
+                    "retry",
+                    {"attempt": attempt, "reason": redact_secrets(failure.reason, redact)},
                 )
                 await self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
