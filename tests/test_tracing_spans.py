@@ -574,3 +574,53 @@ async def test_a_transport_retry_is_an_event_on_the_llm_span(
     assert "429" in retry.attributes["reason"]
     assert span.status.status_code is StatusCode.OK
     assert len(server.chat.requests) == 2
+
+
+async def test_a_module_class_chooses_its_span_kind(exporter: InMemorySpanExporter) -> None:
+    class Lookup(Module):
+        span_kind = "RETRIEVER"
+
+        async def forward(self, query: str) -> list[str]:
+            return [query.upper()]
+
+    assert await Lookup()("abc") == ["ABC"]
+    (span,) = exporter.get_finished_spans()
+    assert attrs(span)["openinference.span.kind"] == "RETRIEVER"
+
+
+async def test_a_budget_stop_is_an_error_on_the_request_span(
+    exporter: InMemorySpanExporter, server: FakeOpenAIServer
+) -> None:
+    import promptimus as pm
+
+    server.chat.script(Reply("a", usage=usage(10, 10)))
+    prompt = Prompt("p").with_llm(llm(server))
+    with pm.budget(max_tokens=5):
+        await prompt()
+        with pytest.raises(pm.BudgetExceeded):
+            await prompt()
+    second_llm = named(exporter.get_finished_spans(), "root.llm")[1]
+    assert second_llm.status.status_code is StatusCode.ERROR
+    assert "BudgetExceeded" in (second_llm.status.description or "")
+    assert len(server.chat.requests) == 1
+
+
+async def test_a_refused_call_is_seen_whichever_observer_registered_first(
+    server: FakeOpenAIServer,
+) -> None:
+    import promptimus as pm
+
+    with pm.track_usage():  # the usage observer now registered (before the tracer below)
+        pass
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with instrument(provider), pm.budget(max_tokens=1), pytest.raises(pm.BudgetExceeded):
+        server.chat.script(Reply("a", usage=usage(10, 10)))
+        prompt = Prompt("p").with_llm(llm(server))
+        await prompt()
+        await prompt()
+    assert [s.status.status_code for s in named(memory.get_finished_spans(), "root.llm")] == [
+        StatusCode.OK,
+        StatusCode.ERROR,
+    ]

@@ -8,8 +8,10 @@ request wraps it instead:
         reply = await llm.achat(messages, **params)
         call.output = reply
 
-Every registered observer's `on_start(call)` runs before the request is sent (a budget raises
-there, so nothing is sent) and `on_end(call)` after it finished or failed (`call.error`). A
+Every registered observer's `on_start(call)` runs before the request is sent, then each
+observer's optional `before_send(call)`, which may raise to refuse the call (a budget does; the
+request is then not sent and every started observer sees the error), and `on_end(call)` after it
+finished or failed (`call.error`). A
 provider that learns the exact usage of its requests (`OpenAIEndpoint`) reports it with
 `report_usage`, which adds it to the call in progress in this context; otherwise the reply's
 `usage` is used. With no observer registered the scope costs a few attribute lookups.
@@ -50,7 +52,7 @@ _current: contextvars.ContextVar[ProviderCall | None] = contextvars.ContextVar(
 
 
 class ProviderCallObserver(Protocol):
-    """Watches provider calls. `on_start` may raise to refuse the call before it is sent."""
+    """Watches provider calls. An optional `before_send(call)` may raise to refuse a call."""
 
     def on_start(self, call: ProviderCall) -> None: ...
 
@@ -187,14 +189,19 @@ class _Scope:
 
     async def __aenter__(self) -> ProviderCall:
         if _observers:
-            for observer in list(_observers.values()):
-                try:
+            try:
+                for observer in list(_observers.values()):
                     observer.on_start(self.call)
-                except BaseException as exc:
-                    self.call.error = exc
-                    self._end()
-                    raise
-                self.observers.append(observer)
+                    self.observers.append(observer)
+                # checks run once every observer has started, so a refused call is still seen
+                for observer in self.observers:
+                    before_send = getattr(observer, "before_send", None)
+                    if before_send is not None:
+                        before_send(self.call)
+            except BaseException as exc:
+                self.call.error = exc
+                self._end()
+                raise
             self.token = _current.set(self.call)
         return self.call
 

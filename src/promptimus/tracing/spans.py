@@ -7,6 +7,9 @@
   (`root.agent.predictor.prompt.llm`, `root.rag.retrieval.embedder`, `....reranker`),
   and span events for what modules report (a structured-output retry).
 
+Span kinds: agents are AGENT, tools TOOL, `RetrievalModule` RETRIEVER, rerankers RERANKER, any
+other module CHAIN; a class of your own chooses with a `span_kind = "AGENT"` class attribute.
+
 Spans go to the tracer provider given, else to the global one (`trace.set_tracer_provider`);
 with none configured the OpenTelemetry API hands out non-recording spans and this costs a
 lookup per call. Attributes follow OpenInference (Phoenix) and the OpenTelemetry GenAI

@@ -78,6 +78,9 @@ _KINDS = frozenset({"llm", "embedding"})
 
 class _Observer:
     def on_start(self, call: ProviderCall) -> None:
+        pass
+
+    def before_send(self, call: ProviderCall) -> None:
         if call.kind in _KINDS:
             for sink in _sinks.get():
                 sink.before(call)
