@@ -187,10 +187,10 @@ class Tracing:
                 return await call_next(args, kwargs)
             finally:
                 _suppressed.reset(token)
-        name = absolute_path(module, _root_labels)
-        span = self._start(name, _module_kind(module))
-        if span is None:
+        started = self._start(module, "", _module_kind(module))
+        if started is None:
             return await call_next(args, kwargs)
+        span, name = started
         self._safely(self._module_input, span, module, name, args, kwargs)
         context_token = otel_context.attach(trace.set_span_in_context(span))
         try:
@@ -206,17 +206,23 @@ class Tracing:
             otel_context.detach(context_token)
             span.end()
 
-    def _start(self, name: str, kind: str) -> Span | None:
-        span = self.tracer.start_span(name, attributes={c.SPAN_KIND: kind})
+    def _start(self, module: Module | None, suffix: str, kind: str) -> tuple[Span, str] | None:
+        """A recording span named after `module`'s path (+ `suffix`), or None when spans are
+        not recorded (no tracer provider): then the name is never computed. (A sampler sees
+        the provisional name "promptimus"; the path is set right after it decides.)"""
+        span = self.tracer.start_span("promptimus", attributes={c.SPAN_KIND: kind})
         if not span.is_recording():
             span.end()
             return None
+        where = absolute_path(module, _root_labels) if module is not None else "root"
+        name = where + suffix
+        span.update_name(name)
         session = current_session()
         if session is not None:
             session_id = session.name or f"session-{id(session):x}"
             span.set_attribute(c.SESSION_ID, session_id)
             span.set_attribute(c.GEN_AI_CONVERSATION_ID, session_id)
-        return span
+        return span, name
 
     def _module_input(
         self,
@@ -297,10 +303,10 @@ class Tracing:
         if _suppressed.get():
             return
         suffix, kind = _PROVIDER_SPAN.get(call.kind, (call.kind, c.CHAIN))
-        where = absolute_path(call.module, _root_labels) if call.module is not None else "root"
-        span = self._start(f"{where}.{suffix}", kind)
-        if span is None:
+        started = self._start(call.module, f".{suffix}", kind)
+        if started is None:
             return
+        span = started[0]
         call.state[self] = span
         self.encoder.add_secrets(_provider_secrets(call.provider))
         self._safely(self._request_attributes, span, call)
