@@ -20,6 +20,7 @@ from .core import (
     module_dict_from_toml_str,
     module_dict_to_toml_str,
 )
+from .core import hooks as _hooks
 from .errors import PromptimusError
 
 __version__ = "0.1.0"
@@ -81,6 +82,15 @@ if TYPE_CHECKING:
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), submodules=_SUBMODULES)
+
+
+def _auto_tracing_probe() -> bool:
+    from .tracing.auto import probe  # imported only once OpenTelemetry is
+
+    return probe()
+
+
+_hooks.auto_probe = _auto_tracing_probe
 
 
 __all__ = [

@@ -60,6 +60,19 @@ def active_interceptors() -> dict[int, Interceptor]:
     return _interceptors
 
 
+# Automatic tracing: once OpenTelemetry is imported, module calls ask `auto_probe` (installed by
+# `promptimus/__init__.py`, so this layer names no tracing code) whether a tracer provider has
+# been configured; it returns True once settled (instrumented, or told never to), and is dropped.
+auto_probe: Callable[[], bool] | None = None
+
+
+def step_auto_probe() -> None:
+    global auto_probe
+    probe = auto_probe
+    if probe is not None and probe():
+        auto_probe = None
+
+
 async def maybe_await(value: Any) -> Any:
     if inspect.isawaitable(value):
         return await value

@@ -10,6 +10,7 @@ import functools
 import hashlib
 import inspect
 import os
+import sys
 import warnings
 import weakref
 from abc import ABC, abstractmethod
@@ -30,7 +31,7 @@ from ..errors import (
     SyncCallInLoop,
     VectorStoreNotSet,
 )
-from . import checkpoint_saving, checkpointing
+from . import checkpoint_saving, checkpointing, hooks
 from .hooks import RemovableHandle, active_interceptors, maybe_await
 from .limits import DEFAULT_MAX_EXPANDED_CHARS, DEFAULT_MAX_FILE_BYTES, MAX_MODULE_DEPTH
 from .parameters import UNSET, Parameter, copy_value, owner_path
@@ -451,6 +452,8 @@ class Module(ABC):
     async def _call(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
+        if hooks.auto_probe is not None and "opentelemetry.trace" in sys.modules:
+            hooks.step_auto_probe()
         token = _active_module.set(self)
         try:
             interceptors = active_interceptors()

@@ -4,6 +4,7 @@
     from promptimus import tracing
 
     tracing.instrument()                  # spans to the global OpenTelemetry tracer provider
+                                          # (automatic once a global provider is set)
     with pm.track_usage(pricing=PRICES) as usage:
         await agent("...")
     print(usage.table())
@@ -36,7 +37,7 @@ _LAZY: dict[str, str] = {
     "cost_of": "pricing",
     "absolute_path": "module_path",
 }
-_SUBMODULES = {"conventions", "spans", "usage", "budget", "pricing", "module_path"}
+_SUBMODULES = {"auto", "conventions", "spans", "usage", "budget", "pricing", "module_path"}
 
 if TYPE_CHECKING:
     from .budget import Budget as Budget

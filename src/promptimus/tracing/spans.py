@@ -40,6 +40,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the pack
         'pip install "promptimus[tracing]" (usage and budgets work without it).'
     ) from exc
 
+from ..core import hooks
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
 from ..core.provider_calls import ProviderCall, register_provider_call_observer
 from . import conventions as c
@@ -102,6 +103,11 @@ def label_tree(root: Module, name: str) -> Module:
     return root
 
 
+def current() -> Tracing | None:
+    """The active instrumentation, if any."""
+    return _active
+
+
 def instrument(
     tracer_provider: TracerProvider | None = None,
     *,
@@ -119,9 +125,12 @@ def instrument(
       embedding spans then carry `llm.cost.prompt|completion|total`.
 
     Calling it again replaces the previous instrumentation. Returns a `Tracing` handle:
-    `.remove()` (or `with instrument(...):`) stops it.
+    `.remove()` (or `with instrument(...):`) stops it. Without a call, promptimus instruments
+    itself with these defaults once a global tracer provider is set (see `tracing.auto`); an
+    explicit call settles that, so a removed instrumentation does not come back by itself.
     """
     global _active
+    hooks.auto_probe = None
     if _active is not None:
         _active.remove()
     _active = Tracing(

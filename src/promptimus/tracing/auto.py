@@ -1,0 +1,36 @@
+"""Tracing without a call to `instrument()`: configure a tracer provider, get spans.
+
+Module calls ask `probe()` once OpenTelemetry has been imported (nothing is asked before, so a
+process without OpenTelemetry pays one dictionary lookup per call). While the global provider is
+OpenTelemetry's placeholder, the answer is "not yet"; once a real one is set (Phoenix, Jaeger,
+Langfuse, Logfire, the console exporter...), promptimus instruments itself with the defaults, as
+`tracing.instrument()` would. An explicit `instrument(...)` settles it too, and
+`PROMPTIMUS_AUTO_TRACING=0` turns the automatic start off.
+"""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["AUTO_TRACING_ENV", "probe"]
+
+AUTO_TRACING_ENV = "PROMPTIMUS_AUTO_TRACING"
+
+
+def probe() -> bool:
+    """Instrument if a real global tracer provider is set; True once there is nothing left to
+    decide (instrumented now or before, or switched off by the environment)."""
+    if os.environ.get(AUTO_TRACING_ENV, "").strip().lower() in {"0", "false", "off", "no"}:
+        return True
+    try:
+        from opentelemetry import trace
+    except ImportError:  # a partial install: never trace automatically
+        return True
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+        return False
+    from . import spans
+
+    if spans.current() is None:
+        spans.instrument()
+    return True
