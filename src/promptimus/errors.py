@@ -441,3 +441,27 @@ class EmptyReply(MalformedReply):
             source=source,
             finish_reason=self.finish_reason,
         )
+
+
+# --- training (added by the optim helper) -------------------------------------------------------
+
+
+class OptimizationError(PromptimusError):
+    """An optimizer or `fit` was given something it cannot train with. Raised before any model
+    call, so nothing was spent and the module is unchanged."""
+
+
+class NothingToTrain(OptimizationError):
+    """The module has no trainable parameter: every text `Parameter` is frozen or unset."""
+
+
+class EmptyTrainingData(OptimizationError):
+    """A training or validation set holds no example."""
+
+
+class BudgetTooSmall(OptimizationError):
+    """The budget cannot even pay for the baseline evaluation of the validation set."""
+
+
+class InvalidMetricResult(OptimizationError, TypeError):
+    """A metric returned something other than a number or a `Score`; the run stopped there."""

@@ -17,7 +17,12 @@ if TYPE_CHECKING:
 
 class Prompt(Module):
     """Formats its `prompt` template with keyword arguments, puts it before `history` and calls
-    the LLM. `render(...)` returns exactly the messages `forward(...)` would send."""
+    the LLM. `render(...)` returns exactly the messages `forward(...)` would send.
+
+    `demos=[[user text, assistant text], ...]` adds example turns after the prompt (what
+    `promptimus.optim.FewShot` trains); without it the Prompt has no `demos` parameter, so
+    checkpoints written before demos existed load strictly. To load a checkpoint that holds
+    demos into a fresh tree, construct the Prompt with `demos=[]`."""
 
     def __init__(
         self,
@@ -25,11 +30,13 @@ class Prompt(Module):
         role: MessageRole | str = MessageRole.SYSTEM,
         *,
         provider: LLMProtocol | None = None,
+        demos: list[list[str]] | None = None,
     ):
         super().__init__()
         self.prompt = Parameter(prompt)
         try:
-            self.role = Parameter(MessageRole(role).value)
+            # the role is configuration, not text to train: optimizers leave it alone
+            self.role = Parameter(MessageRole(role).value, frozen=True)
         except ValueError:
             roles = ", ".join(repr(r.value) for r in MessageRole)
             raise InvalidArgument(
@@ -43,11 +50,31 @@ class Prompt(Module):
                 stacklevel=2,
             )
             self.with_llm(provider)
+        if demos is not None:
+            # registered only when asked for, so checkpoints without demos still load strictly
+            self.demos = Parameter(demos)
+
+    def _demo_turns(self) -> list[Message]:
+        demos = self._parameters.get("demos")
+        if demos is None or not demos.is_set:
+            return []
+        turns: list[Message] = []
+        for demo in demos.value:
+            if not (
+                isinstance(demo, list) and len(demo) == 2 and all(isinstance(t, str) for t in demo)
+            ):
+                raise InvalidArgument(
+                    f"Prompt {self.path!r}: each demo must be a [user text, assistant text] pair "
+                    f"of strings, got {demo!r:.80}."
+                )
+            turns.append(Message(role=MessageRole.USER, content=demo[0]))
+            turns.append(Message(role=MessageRole.ASSISTANT, content=demo[1]))
+        return turns
 
     def render(self, history: list[Message] | None = None, **kwargs: Any) -> list[Message]:
         text = format_template(self.prompt.value, kwargs, where=f"Prompt {self.path!r}")
         head = Message(role=MessageRole(self.role.value), content=text)
-        return [head, *history] if history else [head]
+        return [head, *self._demo_turns(), *(history or [])]
 
     async def forward(
         self,

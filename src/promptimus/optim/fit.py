@@ -1,0 +1,116 @@
+"""`fit`: evaluate the baseline, let an optimizer improve the module until the budget is spent,
+keep (and save) the best values found."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..core import Module, Parameter
+from ..dto import Usage
+from ..errors import BudgetTooSmall, EmptyTrainingData, InvalidArgument, OptimizationError
+from .budget import Budget
+from .counted_evaluation import BudgetSpent, CountedEvaluator
+from .run_state import HISTORY, TrainState
+
+
+class Optimizer(Protocol):
+    def attach(self, module: Module) -> Any: ...
+    def parameters(self) -> dict[str, Parameter[Any]]: ...
+    async def step(self, state: TrainState) -> bool: ...
+
+
+@dataclass
+class TrainResult:
+    baseline_score: float
+    best_score: float
+    history: list[dict[str, Any]]
+    checkpoint_path: Path | None
+    usage: Usage
+    calls: int = 0
+    best_values: dict[str, Any] = field(default_factory=dict)
+
+
+async def fit(
+    module: Module,
+    trainset: Sequence[Any],
+    metric: Callable[..., Any],
+    *,
+    optimizer: Optimizer,
+    valset: Sequence[Any] | None = None,
+    budget: int | Budget,
+    checkpoint_dir: str | os.PathLike[str] | None = None,
+    resume: bool = False,
+    progress: bool = True,
+    concurrency: int = 8,
+) -> TrainResult:
+    """Improve `module`'s trainable parameters on `trainset`, judged by `metric` on `valset`
+    (the train set when None). `budget` counts module calls made for evaluation, the baseline
+    included; the run stops before it would pass it. With `checkpoint_dir`, `best.toml` and
+    `history.jsonl` are written after the baseline and after every candidate; `resume=True`
+    continues a run saved there. The module ends holding the best values found."""
+    trainset = list(trainset)
+    valset = trainset if valset is None else list(valset)
+    if not trainset:
+        raise EmptyTrainingData("fit() got an empty trainset; give it at least one Example.")
+    if not valset:
+        raise EmptyTrainingData("fit() got an empty valset; give it examples or pass None.")
+    budget = Budget.of(budget)
+    folder = None if checkpoint_dir is None else Path(checkpoint_dir)
+    if resume and folder is None:
+        raise InvalidArgument("fit(resume=True) needs the checkpoint_dir of the run to continue.")
+    if folder is not None and not resume and (folder / HISTORY).exists():
+        raise OptimizationError(
+            f"{folder} already holds a training run ({HISTORY}); pass resume=True to continue "
+            "it, or another checkpoint_dir to start afresh."
+        )
+    optimizer.attach(module)
+    params = optimizer.parameters()
+    if budget.calls < len(valset):
+        raise BudgetTooSmall(
+            f"budget of {budget.calls} module calls cannot pay for the baseline evaluation of "
+            f"{len(valset)} validation examples; raise it to at least {len(valset)} (and more "
+            "to leave room for training)."
+        )
+    evaluator = CountedEvaluator(module, metric, budget, concurrency=concurrency)
+    state = TrainState(module, params, trainset, valset, evaluator, checkpoint_dir=folder)
+    bar = _progress_bar(budget.calls) if progress else None
+    if bar is not None:
+        evaluator.on_calls = bar.update
+    try:
+        if not (resume and state.resume()):
+            baseline = await evaluator.run(valset)
+            state.start(baseline.scores)
+        elif bar is not None:
+            bar.update(evaluator.calls)
+        while True:
+            try:
+                if not await optimizer.step(state):
+                    break
+            except BudgetSpent:
+                break
+    finally:
+        if state.candidates:
+            state.load_best()
+        if bar is not None:
+            bar.close()
+    return TrainResult(
+        baseline_score=state.baseline_score,
+        best_score=state.best_score,
+        history=list(state.history),
+        checkpoint_path=state.best_path,
+        usage=evaluator.usage,
+        calls=evaluator.calls,
+        best_values=state.snapshot(),
+    )
+
+
+def _progress_bar(total: int) -> Any:
+    try:
+        from tqdm.auto import tqdm
+    except ImportError:  # progress bars are optional
+        return None
+    return tqdm(total=total, desc="fit (module calls)", unit="call", leave=False)

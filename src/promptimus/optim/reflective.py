@@ -1,0 +1,171 @@
+"""`Reflective`: improve text parameters from what failed (the GEPA / TextGrad family)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Self
+
+from ..core import Module, Parameter
+from ..errors import InvalidArgument
+from ..llms.base import LLMProtocol
+from .proposer import ProposalRequest, ProposeFn, TeacherProposer
+from .run_state import TrainState
+from .template_check import template_break
+from .trainable import require_trainable
+
+
+@dataclass
+class Candidate:
+    """A proposed value for one parameter. `rejected` says why it may not be applied (a
+    template variable added or dropped, an empty or unchanged proposal), else None."""
+
+    path: str
+    value: str
+    previous: str
+    rejected: str | None = None
+
+
+class Reflective:
+    """One trainable parameter at a time: the worst rows of a minibatch go to the proposer; the
+    candidate is tried on the same minibatch and, if better there, on the validation set, where
+    it is accepted if it beats the best so far. Parents come from the Pareto front of per-example
+    validation scores.
+
+    PyTorch style, by hand: `opt.attach(module)`, `cand = await opt.propose(rows)`,
+    `opt.apply(cand)`, evaluate, `opt.revert(cand)` if it did worse. `fit` runs that loop.
+    """
+
+    def __init__(
+        self,
+        teacher: LLMProtocol | None = None,
+        *,
+        propose: ProposeFn | None = None,
+        minibatch_size: int = 4,
+        seed: int = 0,
+    ) -> None:
+        if (teacher is None) == (propose is None):
+            raise InvalidArgument(
+                "Reflective needs exactly one of teacher=<an LLM> or propose=<async fn(request) "
+                "-> str>."
+            )
+        if minibatch_size < 1:
+            raise InvalidArgument(f"minibatch_size must be at least 1, got {minibatch_size}.")
+        self.proposer: TeacherProposer | None = None
+        if teacher is not None:
+            self.proposer = TeacherProposer().with_llm(teacher)
+        self._propose_fn = propose
+        self.minibatch_size = minibatch_size
+        self.seed = seed
+        self._params: dict[str, Parameter[Any]] = {}
+        self._turn = 0
+
+    # --- the steps, usable by hand --------------------------------------------------------
+
+    def attach(self, module: Module) -> Self:
+        """Train `module`'s trainable parameters (raises `NothingToTrain` if it has none)."""
+        self._params = require_trainable(module)
+        return self
+
+    def parameters(self) -> dict[str, Parameter[Any]]:
+        return dict(self._params)
+
+    def _param(self, path: str) -> Parameter[Any]:
+        if not self._params:
+            raise InvalidArgument("Call opt.attach(module) before proposing.")
+        try:
+            return self._params[path]
+        except KeyError:
+            raise InvalidArgument(
+                f"{path!r} is not a trainable parameter of the attached module; trainable: "
+                f"{', '.join(self._params)}."
+            ) from None
+
+    async def propose(self, rows: list[Any], *, path: str | None = None) -> Candidate:
+        """Ask the proposer for a new value of `path` (by default the next parameter in turn)
+        from the evaluation `rows` given. Template-breaking proposals come back `rejected`."""
+        if path is None:
+            self._param(next(iter(self._params), ""))
+            path = list(self._params)[self._turn % len(self._params)]
+            self._turn += 1
+        current = self._param(path).value
+        request = ProposalRequest(path=path, current=current, rows=list(rows))
+        if self.proposer is not None:
+            value = await self.proposer(request)
+        else:
+            assert self._propose_fn is not None
+            value = await self._propose_fn(request)
+        if not isinstance(value, str):
+            raise InvalidArgument(f"propose= must return a str, got {type(value).__name__}.")
+        rejected = template_break(current, value)
+        if not value.strip():
+            rejected = "empty proposal"
+        elif value == current:
+            rejected = "unchanged"
+        return Candidate(path=path, value=value, previous=current, rejected=rejected)
+
+    def apply(self, candidate: Candidate) -> None:
+        if candidate.rejected:
+            raise InvalidArgument(
+                f"Candidate for {candidate.path!r} was rejected ({candidate.rejected}); it "
+                "cannot be applied."
+            )
+        self._param(candidate.path).value = candidate.value
+
+    def revert(self, candidate: Candidate) -> None:
+        self._param(candidate.path).value = candidate.previous
+
+    # --- one step of `fit` ----------------------------------------------------------------
+
+    async def step(self, state: TrainState) -> bool:
+        """One proposal, tried and accepted or reverted. False when there is nothing to gain."""
+        if state.best_score >= 1.0:
+            return False
+        rng = state.rng(self.seed, "reflective")
+        parent = state.front.choose(rng)
+        paths = list(self._params)
+        path = paths[(state.step - 1) % len(paths)]
+        batch = rng.sample(list(state.trainset), min(self.minibatch_size, len(state.trainset)))
+        # a step starts only if it can finish: minibatch twice, then the validation set
+        state.evaluator.ensure(2 * len(batch) + len(state.valset))
+        state.load(parent)
+        try:
+            before = await state.evaluator.run(batch)
+            worst = sorted(
+                (row for row in before.rows if float(row.score) < 1.0),
+                key=lambda row: float(row.score),
+            )
+            entry: dict[str, Any] = {"candidate": None, "parent": parent, "path": path}
+            if not worst:
+                state.record({**entry, "value": None, "accepted": False, "reason": "no failures"})
+                return True
+            candidate = await self.propose(worst, path=path)
+            if self.proposer is not None:
+                state.evaluator.add_usage(self.proposer._last_usage)
+            entry["value"] = candidate.value
+            entry["minibatch_before"] = before.total
+            if candidate.rejected:
+                state.record({**entry, "accepted": False, "reason": candidate.rejected})
+                return True
+            self.apply(candidate)
+            after = await state.evaluator.run(batch)
+            entry["minibatch_after"] = after.total
+            if after.total <= before.total:
+                state.record({**entry, "accepted": False, "reason": "not better on minibatch"})
+                return True
+            val = await state.evaluator.run(state.valset)
+            cid = state.add_candidate(parent, path, candidate.value, val.scores)
+            better = val.score > state.best_score
+            state.record(
+                {
+                    **entry,
+                    "candidate": cid,
+                    "val_score": val.score,
+                    "val_scores": val.scores,
+                    "accepted": better,
+                    "reason": "beats best" if better else "not better on validation",
+                },
+                accepted_candidate=cid if better else None,
+            )
+            return True
+        finally:
+            state.load_best()

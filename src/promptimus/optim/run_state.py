@@ -1,0 +1,171 @@
+"""`TrainState`: what a training run knows — candidates, their validation scores, the best one,
+the history — and how it is written to (and read back from) a checkpoint folder."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..core import Module, Parameter
+from ..core.parameters import copy_value
+from .counted_evaluation import CountedEvaluator
+from .pareto import ParetoFront
+
+BEST = "best.toml"
+HISTORY = "history.jsonl"
+
+
+def write_atomically(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+    try:
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+class TrainState:
+    """Candidates are full assignments `{path: value}` of the optimizer's parameters; candidate 0
+    is the baseline. The module holds the best candidate's values between steps."""
+
+    def __init__(
+        self,
+        module: Module,
+        params: dict[str, Parameter[Any]],
+        trainset: Sequence[Any],
+        valset: Sequence[Any],
+        evaluator: CountedEvaluator,
+        *,
+        checkpoint_dir: Path | None = None,
+    ) -> None:
+        self.module = module
+        self.params = params
+        self.trainset = trainset
+        self.valset = valset
+        self.evaluator = evaluator
+        self.checkpoint_dir = checkpoint_dir
+        self.candidates: dict[int, dict[str, Any]] = {}
+        self.val_scores: dict[int, list[float]] = {}
+        self.front = ParetoFront()
+        self.history: list[dict[str, Any]] = []
+        self.best_id = 0
+        self.best_score = 0.0
+        self.baseline_score = 0.0
+
+    # --- values ---------------------------------------------------------------------------
+
+    def snapshot(self) -> dict[str, Any]:
+        return {path: copy_value(p.value) for path, p in self.params.items()}
+
+    def load(self, candidate: int) -> None:
+        for path, value in self.candidates[candidate].items():
+            self.params[path].value = copy_value(value)
+
+    def load_best(self) -> None:
+        self.load(self.best_id)
+
+    @property
+    def step(self) -> int:
+        """The number of the next step (the baseline is step 0)."""
+        return len(self.history)
+
+    def rng(self, seed: int, salt: str = "") -> random.Random:
+        # one generator per step: a resumed run draws exactly what an uninterrupted one would
+        return random.Random(f"{seed}:{salt}:{self.step}")
+
+    # --- recording ------------------------------------------------------------------------
+
+    def add_candidate(self, parent: int, path: str, value: Any, scores: list[float]) -> int:
+        cid = max(self.candidates) + 1
+        assignment = dict(self.candidates[parent])
+        assignment[path] = copy_value(value)
+        self.candidates[cid] = assignment
+        self.val_scores[cid] = list(scores)
+        self.front.add(cid, scores)
+        return cid
+
+    def record(self, entry: dict[str, Any], *, accepted_candidate: int | None = None) -> None:
+        entry = {"step": self.step, **entry, "calls": self.evaluator.calls}
+        entry["tokens"] = self.evaluator.usage.total_tokens
+        self.history.append(entry)
+        if accepted_candidate is not None:
+            self.best_id = accepted_candidate
+            self.best_score = entry["val_score"]
+        self.save(best_changed=accepted_candidate is not None)
+
+    def start(self, scores: list[float]) -> None:
+        self.candidates[0] = self.snapshot()
+        self.val_scores[0] = list(scores)
+        self.front.add(0, scores)
+        self.baseline_score = self.best_score = sum(scores) / len(scores)
+        self.record(
+            {
+                "candidate": 0,
+                "parent": None,
+                "path": None,
+                "value": None,
+                "values": self.candidates[0],
+                "val_score": self.best_score,
+                "val_scores": scores,
+                "accepted": True,
+                "reason": "baseline",
+            },
+            accepted_candidate=0,
+        )
+
+    # --- checkpoint folder ----------------------------------------------------------------
+
+    @property
+    def best_path(self) -> Path | None:
+        return None if self.checkpoint_dir is None else self.checkpoint_dir / BEST
+
+    def save(self, *, best_changed: bool) -> None:
+        if self.checkpoint_dir is None:
+            return
+        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        if best_changed:
+            current = self.snapshot()
+            self.load_best()
+            try:
+                self.module.save(self.checkpoint_dir / BEST, keep_comments=False)
+            finally:
+                for path, value in current.items():
+                    self.params[path].value = value
+        lines = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in self.history)
+        write_atomically(self.checkpoint_dir / HISTORY, lines)
+
+    def resume(self) -> bool:
+        """Continue a run saved in `checkpoint_dir`; False when there is none to continue."""
+        if self.checkpoint_dir is None or not (self.checkpoint_dir / HISTORY).is_file():
+            return False
+        text = (self.checkpoint_dir / HISTORY).read_text(encoding="utf-8")
+        history = [json.loads(line) for line in text.splitlines() if line.strip()]
+        if not history:
+            return False
+        for entry in history:
+            cid = entry.get("candidate")
+            if entry.get("reason") == "baseline":
+                self.candidates[0] = dict(entry["values"])
+            elif cid is not None:
+                self.candidates[cid] = dict(self.candidates[entry["parent"]])
+                self.candidates[cid][entry["path"]] = entry["value"]
+            if cid is not None:
+                self.val_scores[cid] = list(entry["val_scores"])
+                self.front.add(cid, entry["val_scores"])
+            if entry["accepted"]:
+                self.best_id, self.best_score = cid, entry["val_score"]
+        self.history = history
+        self.baseline_score = history[0]["val_score"]
+        self.evaluator.calls = history[-1]["calls"]
+        from ..dto import Usage
+
+        self.evaluator.usage = Usage(total_tokens=history[-1].get("tokens", 0))
+        self.load_best()
+        return True
