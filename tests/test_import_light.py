@@ -120,3 +120,18 @@ report = asyncio.run(evaluate(Echo(), data, exact_match, progress=False))
 assert report.score == 1.0
 """
     assert imported_after(code) == []
+
+
+def test_training_loads_only_when_asked_for() -> None:
+    # optim sits above evals and agents: `import promptimus` must not pull it in
+    probe = (
+        "import sys, promptimus, promptimus.modules\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('promptimus.optim', "
+        "'promptimus.evals'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    assert imported_after("import promptimus.optim") == []  # and it stays light itself

@@ -59,6 +59,12 @@ async def fit(
     if not valset:
         raise EmptyTrainingData("fit() got an empty valset; give it examples or pass None.")
     budget = Budget.of(budget)
+    if budget.calls < len(valset):
+        raise BudgetTooSmall(
+            f"budget of {budget.calls} module calls cannot pay for the baseline evaluation of "
+            f"{len(valset)} validation examples; raise it to at least {len(valset)} (and more "
+            "to leave room for training)."
+        )
     folder = None if checkpoint_dir is None else Path(checkpoint_dir)
     if resume and folder is None:
         raise InvalidArgument("fit(resume=True) needs the checkpoint_dir of the run to continue.")
@@ -67,14 +73,8 @@ async def fit(
             f"{folder} already holds a training run ({HISTORY}); pass resume=True to continue "
             "it, or another checkpoint_dir to start afresh."
         )
-    optimizer.attach(module)
+    optimizer.attach(module)  # last check: NothingToTrain; FewShot adds its demos here
     params = optimizer.parameters()
-    if budget.calls < len(valset):
-        raise BudgetTooSmall(
-            f"budget of {budget.calls} module calls cannot pay for the baseline evaluation of "
-            f"{len(valset)} validation examples; raise it to at least {len(valset)} (and more "
-            "to leave room for training)."
-        )
     evaluator = CountedEvaluator(module, metric, budget, concurrency=concurrency)
     state = TrainState(module, params, trainset, valset, evaluator, checkpoint_dir=folder)
     bar = _progress_bar(budget.calls) if progress else None

@@ -1,0 +1,90 @@
+"""Bad input to training fails with a named PromptimusError before any model call."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from optim_task import GOOD, Task, dataset, fence, make_student, metric
+
+from promptimus.errors import (
+    BudgetTooSmall,
+    EmptyTrainingData,
+    InvalidArgument,
+    InvalidMetricResult,
+    NothingToTrain,
+    PromptimusError,
+)
+from promptimus.llms.scripted import ScriptedLLM
+from promptimus.optim import FewShot, Reflective, fit
+
+
+def frozen_task(student: ScriptedLLM) -> Task:
+    task = Task(student)
+    task.requires_grad_(False)
+    return task
+
+
+@pytest.mark.parametrize(
+    ("case", "error", "message"),
+    [
+        ("nothing trainable", NothingToTrain, "requires_grad"),
+        ("empty trainset", EmptyTrainingData, "empty trainset"),
+        ("empty valset", EmptyTrainingData, "empty valset"),
+        ("budget too small", BudgetTooSmall, "at least 12"),
+        ("resume without folder", InvalidArgument, "checkpoint_dir"),
+    ],
+)
+async def test_bad_input_fails_before_any_model_call(
+    case: str, error: type[PromptimusError], message: str
+) -> None:
+    student = make_student()
+    teacher = ScriptedLLM([fence(GOOD)] * 5)
+    task = frozen_task(student) if case == "nothing trainable" else Task(student)
+    kwargs: dict[str, Any] = {"budget": 100}
+    trainset = dataset()
+    if case == "empty trainset":
+        trainset = []
+    if case == "empty valset":
+        kwargs["valset"] = []
+    if case == "budget too small":
+        kwargs["budget"] = 11
+    if case == "resume without folder":
+        kwargs["resume"] = True
+    with pytest.raises(error, match=message):
+        await fit(
+            task, trainset, metric, optimizer=Reflective(teacher=teacher), progress=False, **kwargs
+        )
+    assert student.requests == [] and teacher.requests == []
+    assert "demos" not in task.instr._parameters
+
+
+async def test_fewshot_refuses_a_tree_without_prompt_before_calling() -> None:
+    student = make_student()
+    with pytest.raises(NothingToTrain, match="no Prompt at 'nowhere'"):
+        await fit(Task(student), dataset(), metric, optimizer=FewShot(prompt="nowhere"), budget=50)
+    assert student.requests == []
+
+
+async def test_a_metric_returning_a_non_number_stops_the_run(tmp_path: Path) -> None:
+    student = make_student()
+    with pytest.raises(InvalidMetricResult, match="returned str"):
+        await fit(
+            Task(student),
+            dataset(),
+            lambda example, output: "yes",
+            optimizer=Reflective(teacher=ScriptedLLM([])),
+            budget=100,
+            checkpoint_dir=tmp_path,
+            progress=False,
+        )
+    assert len(student.requests) == 12  # the baseline, then nothing
+    assert not (tmp_path / "history.jsonl").exists()
+
+
+def test_reflective_needs_one_proposer() -> None:
+    with pytest.raises(InvalidArgument, match="exactly one"):
+        Reflective()
+    with pytest.raises(InvalidArgument, match="minibatch_size"):
+        Reflective(teacher=ScriptedLLM([]), minibatch_size=0)
