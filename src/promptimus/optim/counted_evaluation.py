@@ -65,9 +65,15 @@ class CountedEvaluator:
         if not self.can_afford(calls):
             raise BudgetSpent
 
-    def add_usage(self, usage: Usage | None) -> None:
-        if usage is not None:
-            self.usage = self.usage + usage
+    def add_usage(self, usage: Any) -> None:
+        """Add token counts from a `Usage` or anything with the same fields (evals' totals)."""
+        if usage is None:
+            return
+        self.usage = self.usage + Usage(
+            prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+            completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+            total_tokens=getattr(usage, "total_tokens", 0) or 0,
+        )
 
     async def _checked_metric(self, example: Any, output: Any) -> Any:
         result = self._metric(example, output)
