@@ -20,7 +20,9 @@ from optim_task import (
     metric,
 )
 
+from promptimus.errors import OptimizationError
 from promptimus.llms.scripted import ScriptedLLM
+from promptimus.modules.prompt import Prompt
 from promptimus.optim import Budget, ProposalRequest, Reflective, fit
 from promptimus.optim.proposer import extract_value
 from promptimus.optim.template_check import template_break
@@ -227,3 +229,63 @@ def test_template_break_names_what_changed() -> None:
     assert template_break("a {x}", "b") == "template variables changed: drops {x}"
     assert "malformed" in (template_break("a {x}", "b {x") or "")
     assert template_break("not {a template", "anything") is None
+
+
+async def test_a_hand_written_loop_with_propose_apply_revert() -> None:
+    from promptimus.evals import evaluate
+
+    task = Task(make_student())
+    teacher = ScriptedLLM([fence(GOOD), fence(SILENT)])
+    opt = Reflective(teacher=teacher).attach(task)
+    assert list(opt.parameters()) == ["instr.prompt"]
+    train = dataset()[:6]
+
+    report = await evaluate(task, train, metric, progress=False)
+    candidate = await opt.propose(report.rows)
+    assert (candidate.path, candidate.previous, candidate.rejected) == (
+        "instr.prompt",
+        BASELINE,
+        None,
+    )
+    opt.apply(candidate)
+    better = await evaluate(task, train, metric, progress=False)
+    assert better.score > report.score
+    # the teacher saw only the failing rows, worst first
+    asked = teacher.requests[0][0][0].content
+    assert "'CAT'" not in asked and "'apple'" in asked
+
+    worse = await opt.propose(better.rows)  # nothing failed: it sees every row
+    opt.apply(worse)
+    assert (await evaluate(task, train, metric, progress=False)).score < better.score
+    opt.revert(worse)
+    assert task.instr.prompt.value == GOOD
+
+
+async def test_resume_refuses_a_folder_of_another_run(tmp_path: Path) -> None:
+    await run_for(20, tmp_path)
+    other = Task(make_student())
+    del other.instr  # the same tree with its prompt under another name
+    other.renamed = Prompt("Other: {text}")
+    with pytest.raises(OptimizationError, match="does not belong"):
+        await fit(
+            other,
+            dataset(),
+            metric,
+            optimizer=Reflective(propose=proposer(GOOD)[0]),
+            budget=40,
+            checkpoint_dir=tmp_path,
+            resume=True,
+            progress=False,
+        )
+    (tmp_path / "history.jsonl").write_text('{"step": 0\n')
+    with pytest.raises(OptimizationError, match="line 1 is not JSON"):
+        await run_for(40, tmp_path, resume=True)
+
+
+async def test_fit_shows_progress_by_default(capsys: pytest.CaptureFixture[str]) -> None:
+    propose, _ = proposer(*[GOOD] * 5)
+    result = await fit(
+        Task(make_student()), dataset(), metric, optimizer=Reflective(propose=propose), budget=40
+    )
+    assert result.best_score == 1.0
+    assert "fit (module calls)" in capsys.readouterr().err

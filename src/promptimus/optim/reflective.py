@@ -82,13 +82,16 @@ class Reflective:
 
     async def propose(self, rows: list[Any], *, path: str | None = None) -> Candidate:
         """Ask the proposer for a new value of `path` (by default the next parameter in turn)
-        from the evaluation `rows` given. Template-breaking proposals come back `rejected`."""
+        from evaluation `rows` (the proposer sees those scoring below 1, worst first).
+        Template-breaking, empty or unchanged proposals come back `rejected`."""
         if path is None:
             self._param(next(iter(self._params), ""))
             path = list(self._params)[self._turn % len(self._params)]
             self._turn += 1
         current = self._param(path).value
-        request = ProposalRequest(path=path, current=current, rows=list(rows))
+        ranked = sorted(rows, key=lambda row: float(getattr(row, "score", 0.0)))
+        failing = [row for row in ranked if float(getattr(row, "score", 0.0)) < 1.0]
+        request = ProposalRequest(path=path, current=current, rows=failing or ranked)
         if self.proposer is not None:
             value = await self.proposer(request)
         else:

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core import Module, Parameter
 from ..core.parameters import copy_value
+from ..errors import OptimizationError
 from .counted_evaluation import CountedEvaluator
 from .pareto import ParetoFront
 
@@ -145,10 +146,28 @@ class TrainState:
         """Continue a run saved in `checkpoint_dir`; False when there is none to continue."""
         if self.checkpoint_dir is None or not (self.checkpoint_dir / HISTORY).is_file():
             return False
-        text = (self.checkpoint_dir / HISTORY).read_text(encoding="utf-8")
-        history = [json.loads(line) for line in text.splitlines() if line.strip()]
+        where = self.checkpoint_dir / HISTORY
+        history = []
+        for number, line in enumerate(where.read_text(encoding="utf-8").splitlines(), 1):
+            if line.strip():
+                try:
+                    history.append(json.loads(line))
+                except json.JSONDecodeError as exc:
+                    raise OptimizationError(
+                        f"{where} line {number} is not JSON ({exc.msg}); it was not written by "
+                        "fit, or was edited. Fix or remove that line, or start a new run."
+                    ) from None
         if not history:
             return False
+        recorded = {p for e in history for p in (e.get("values") or {e.get("path"): 0}) if p}
+        unknown = sorted(recorded - set(self.params))
+        if unknown or history[0].get("reason") != "baseline":
+            raise OptimizationError(
+                f"{where} does not belong to this module and optimizer: it trains "
+                f"{', '.join(unknown) or 'from no baseline'}, this run trains "
+                f"{', '.join(self.params)}. Resume with the same module and optimizer, or use "
+                "another checkpoint_dir."
+            )
         for entry in history:
             cid = entry.get("candidate")
             if entry.get("reason") == "baseline":
