@@ -133,13 +133,13 @@ async def test_a_template_breaking_candidate_costs_no_module_call() -> None:
         train,
         metric,
         optimizer=Reflective(propose=propose, minibatch_size=4),
-        budget=24,  # a step starts only if it could pay for 2 minibatches + validation (12)
+        budget=24,  # a step starts only if it could pay for its minibatch twice (8)
         progress=False,
     )
     rejected = [e for e in result.history if e["reason"].startswith("template")]
-    assert len(rejected) == len(seen) == 3
+    assert len(rejected) == len(seen) == 4
     # each step paid only for its minibatch before the proposal; never for the candidate
-    assert len(student.requests) == result.calls == 4 + 4 * 3
+    assert len(student.requests) == result.calls == 4 + 4 * 4
 
 
 @pytest.mark.parametrize("budget", [12, 13, 15, 16, 19, 20, 27, 33, 40])
@@ -208,7 +208,7 @@ async def test_a_run_resumes_where_it_stopped(tmp_path: Path) -> None:
     _, whole = await run_for(60)
     _, part = await run_for(36, tmp_path)
     assert part.calls <= 36 and 1 < len(part.history) < len(whole.history)
-    assert part.history[-1]["reason"] == "beats best"  # resumed with a new best and front
+    assert any(e["reason"] == "beats best" for e in part.history)  # resumes a new best + front
     with pytest.raises(Exception, match="resume=True"):
         await run_for(60, tmp_path)
     task, resumed = await run_for(60, tmp_path, resume=True)

@@ -8,6 +8,7 @@ from typing import Any, Self
 from ..core import Module, Parameter
 from ..errors import InvalidArgument
 from ..llms.base import LLMProtocol
+from .counted_evaluation import BudgetSpent
 from .proposer import ProposalRequest, ProposeFn, TeacherProposer
 from .run_state import TrainState
 from .template_check import template_break
@@ -128,8 +129,8 @@ class Reflective:
         paths = list(self._params)
         path = paths[(state.step - 1) % len(paths)]
         batch = rng.sample(list(state.trainset), min(self.minibatch_size, len(state.trainset)))
-        # a step starts only if it can finish: minibatch twice, then the validation set
-        state.evaluator.ensure(2 * len(batch) + len(state.valset))
+        # a step starts only if it can pay for the minibatch twice; validation is checked later
+        state.evaluator.ensure(2 * len(batch))
         state.load(parent)
         try:
             before = await state.evaluator.run(batch)
@@ -155,6 +156,10 @@ class Reflective:
             if after.total <= before.total:
                 state.record({**entry, "accepted": False, "reason": "not better on minibatch"})
                 return True
+            if not state.evaluator.can_afford(len(state.valset)):
+                reason = "budget spent before validation"
+                state.record({**entry, "accepted": False, "reason": reason})
+                raise BudgetSpent
             val = await state.evaluator.run(state.valset)
             cid = state.add_candidate(parent, path, candidate.value, val.scores)
             better = val.score > state.best_score
