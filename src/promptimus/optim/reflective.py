@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -120,6 +121,19 @@ class Reflective:
 
     # --- one step of `fit` ----------------------------------------------------------------
 
+    def _minibatch(self, state: TrainState) -> list[Any]:
+        """Step n's minibatch: the next slice of the training set in a seeded shuffle per epoch,
+        so every example is seen once per epoch and a resumed run draws the same batches."""
+        train = list(state.trainset)
+        size = min(self.minibatch_size, len(train))
+        batch = []
+        for position in range((state.step - 1) * size, state.step * size):
+            epoch, index = divmod(position, len(train))
+            order = list(range(len(train)))
+            random.Random(f"{self.seed}:epoch:{epoch}").shuffle(order)
+            batch.append(train[order[index]])
+        return batch
+
     async def step(self, state: TrainState) -> bool:
         """One proposal, tried and accepted or reverted. False when there is nothing to gain."""
         if state.best_score >= 1.0:
@@ -128,7 +142,7 @@ class Reflective:
         parent = state.front.choose(rng)
         paths = list(self._params)
         path = paths[(state.step - 1) % len(paths)]
-        batch = rng.sample(list(state.trainset), min(self.minibatch_size, len(state.trainset)))
+        batch = self._minibatch(state)
         # a step starts only if it can pay for the minibatch twice; validation is checked later
         state.evaluator.ensure(2 * len(batch))
         state.load(parent)
