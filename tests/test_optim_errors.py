@@ -12,7 +12,7 @@ from promptimus.errors import (
     BudgetTooSmall,
     EmptyTrainingData,
     InvalidArgument,
-    InvalidMetricResult,
+    MetricResultError,
     NothingToTrain,
     PromptimusError,
 )
@@ -69,7 +69,7 @@ async def test_fewshot_refuses_a_tree_without_prompt_before_calling() -> None:
 
 async def test_a_metric_returning_a_non_number_stops_the_run(tmp_path: Path) -> None:
     student = make_student()
-    with pytest.raises(InvalidMetricResult, match="returned str"):
+    with pytest.raises(MetricResultError, match="returned str"):
         await fit(
             Task(student),
             dataset(),
@@ -79,7 +79,8 @@ async def test_a_metric_returning_a_non_number_stops_the_run(tmp_path: Path) -> 
             checkpoint_dir=tmp_path,
             progress=False,
         )
-    assert len(student.requests) == 12  # the baseline, then nothing
+    # stopped at the first result: the calls already in flight (concurrency 8), no more
+    assert len(student.requests) == 8
     assert not (tmp_path / "history.jsonl").exists()
 
 

@@ -461,7 +461,3 @@ class EmptyTrainingData(OptimizationError):
 
 class BudgetTooSmall(OptimizationError):
     """The budget cannot even pay for the baseline evaluation of the validation set."""
-
-
-class InvalidMetricResult(OptimizationError, TypeError):
-    """A metric returned something other than a number or a `Score`; the run stopped there."""

@@ -1,17 +1,13 @@
-"""Evaluation that counts the module calls it makes, refuses to pass the budget, and checks
-what the metric returns."""
+"""Evaluation that counts the module calls it makes and refuses to pass the budget."""
 
 from __future__ import annotations
 
-import inspect
-import numbers
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..core import Module
 from ..dto import Usage
-from ..errors import InvalidMetricResult
 from .budget import Budget
 
 
@@ -53,7 +49,6 @@ class CountedEvaluator:
         self.calls = calls
         self.usage = usage or Usage()
         self._metric = metric
-        self._bad_result: InvalidMetricResult | None = None
         self.on_calls: Callable[[int], None] | None = None
 
     def can_afford(self, calls: int) -> bool:
@@ -75,26 +70,6 @@ class CountedEvaluator:
             total_tokens=getattr(usage, "total_tokens", 0) or 0,
         )
 
-    async def _checked_metric(self, example: Any, output: Any) -> Any:
-        result = self._metric(example, output)
-        if inspect.isawaitable(result):
-            result = await result
-        from ..evals import Score
-
-        if isinstance(result, Score) or (
-            isinstance(result, numbers.Real) and not isinstance(result, bool)
-        ):
-            return result
-        if isinstance(result, bool):
-            return float(result)
-        if self._bad_result is None:
-            name = getattr(self._metric, "__name__", type(self._metric).__name__)
-            self._bad_result = InvalidMetricResult(
-                f"metric {name!r} returned {type(result).__name__} ({result!r:.60}); a metric "
-                "must return a number or a promptimus.evals.Score(value, feedback)."
-            )
-        return 0.0
-
     async def run(self, examples: Sequence[Any]) -> Evaluation:
         from ..evals import evaluate
 
@@ -102,15 +77,11 @@ class CountedEvaluator:
         self.calls += len(examples)
         if self.on_calls is not None:
             self.on_calls(len(examples))
+        # a metric result that is neither a number nor a Score raises MetricResultError here
         report = await evaluate(
-            self.module,
-            list(examples),
-            self._checked_metric,
-            concurrency=self.concurrency,
-            progress=False,
+            self.module, list(examples), self._metric, concurrency=self.concurrency, progress=False
         )
-        if self._bad_result is not None:
-            raise self._bad_result
-        self.add_usage(getattr(report, "usage", None))
+        self.add_usage(report.usage)
+        self.add_usage(report.metric_usage)  # an LLMJudge's tokens count against the limit too
         rows = list(report.rows)
         return Evaluation(rows, [float(row.score) for row in rows])
