@@ -8,6 +8,7 @@ from typing import Any
 
 from ..core import Module
 from ..dto import Usage
+from ..evals import CallCounter, evaluate
 from .budget import Budget
 
 
@@ -46,10 +47,19 @@ class CountedEvaluator:
         self.module = module
         self.budget = budget
         self.concurrency = concurrency
-        self.calls = calls
+        self.counter = CallCounter(budget.calls)  # evals' own count; refuses, never passes
+        self.counter.calls = calls
         self.usage = usage or Usage()
         self._metric = metric
         self.on_calls: Callable[[int], None] | None = None
+
+    @property
+    def calls(self) -> int:
+        return self.counter.calls
+
+    @calls.setter
+    def calls(self, value: int) -> None:
+        self.counter.calls = value
 
     def can_afford(self, calls: int) -> bool:
         if self.budget.max_tokens is not None and self.usage.total_tokens >= self.budget.max_tokens:
@@ -71,15 +81,17 @@ class CountedEvaluator:
         )
 
     async def run(self, examples: Sequence[Any]) -> Evaluation:
-        from ..evals import evaluate
-
         self.ensure(len(examples))
-        self.calls += len(examples)
         if self.on_calls is not None:
             self.on_calls(len(examples))
         # a metric result that is neither a number nor a Score raises MetricResultError here
         report = await evaluate(
-            self.module, list(examples), self._metric, concurrency=self.concurrency, progress=False
+            self.module,
+            list(examples),
+            self._metric,
+            concurrency=self.concurrency,
+            progress=False,
+            counter=self.counter,
         )
         self.add_usage(report.usage)
         self.add_usage(report.metric_usage)  # an LLMJudge's tokens count against the limit too
