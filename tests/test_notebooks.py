@@ -57,6 +57,7 @@ def test_the_tutorials_exist() -> None:
         "step_3_prebuilt_modules.ipynb",
         "step_4_tool_calling_agents.ipynb",
         "step_5_tracing.ipynb",
+        "step_6_training.ipynb",
     ]
 
 
