@@ -135,3 +135,23 @@ def test_training_loads_only_when_asked_for() -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
     assert imported_after("import promptimus.optim") == []  # and it stays light itself
+
+
+def test_import_promptimus_does_not_import_the_command_line() -> None:
+    probe = (
+        "import sys, promptimus, promptimus.modules, promptimus.agents\n"
+        "print(sorted(m for m in sys.modules if m.startswith('promptimus.cli')))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    # the probe can see it: importing the CLI itself is reported
+    seen = subprocess.run(
+        [sys.executable, "-c", probe.replace("promptimus.agents", "promptimus.cli")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "promptimus.cli" in seen.stdout

@@ -1,0 +1,67 @@
+"""`promptimus chat file.py:object`: a conversation with memory, one line per turn.
+
+Ctrl-D or `/exit` ends it, `/reset` forgets the conversation, `/save PATH` saves the checkpoint.
+The conversation lives in one `Session`, so `/reset` is a fresh session.
+"""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from ..core.module import Module
+from ..core.session import Session
+from ..errors import PromptimusError, ProviderConfigError
+from .run import run_once
+from .style import Style
+
+HELP = (
+    "Type a message. /reset forgets the conversation, /save PATH saves the checkpoint, /exit ends."
+)
+
+
+async def chat(module: Module, stream: bool, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    style = Style(stdout)
+    interactive = stdin.isatty()
+    if interactive:
+        stdout.write(style(HELP, "dim") + "\n")
+    session = Session("chat")
+    while True:
+        if interactive:
+            stdout.write(style("you> ", "bold"))
+            stdout.flush()
+        line = stdin.readline()
+        if not line:  # Ctrl-D / end of input
+            if interactive:
+                stdout.write("\n")
+            return 0
+        text = line.rstrip("\n")
+        command, _, argument = text.strip().partition(" ")
+        if command == "/exit":
+            return 0
+        if command == "/reset":
+            session = Session("chat")
+            stdout.write(style("(memory cleared)", "dim") + "\n")
+            continue
+        if command == "/save":
+            if not argument.strip():
+                stderr.write("/save needs a path, e.g. /save agent.toml\n")
+                continue
+            try:
+                module.save(argument.strip())
+            except PromptimusError as exc:
+                stderr.write(f"cannot save: {exc}\n")
+                continue
+            stdout.write(
+                style(f"(saved {argument.strip()}, digest {module.digest()})", "dim") + "\n"
+            )
+            continue
+        if not text.strip():
+            continue
+        try:
+            with session:
+                await run_once(module, text, stream, as_json=False)
+        except ProviderConfigError:
+            raise  # a missing key or unknown provider will not fix itself on the next turn
+        except PromptimusError as exc:
+            stderr.write(f"error: {exc}\n")
+        stdout.flush()

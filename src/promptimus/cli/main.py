@@ -1,0 +1,90 @@
+"""Argument parsing and the one place errors turn into a message and an exit status.
+
+Exit statuses, like diff(1): 0 success (or equal checkpoints), 1 checkpoints differ, 2 trouble
+(a bad file, object, option or model, or a run that failed), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from ..errors import PromptimusError
+from .target import describe_failure
+
+MODEL_HELP = (
+    '"fake" (the built-in offline model: no key, no network) or a model string like '
+    "openai:gpt-4o-mini, ollama:llama3.2 or an alias (resolved like promptimus.llms.resolve)"
+)
+
+
+def _module_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "target",
+        metavar="FILE.py:OBJECT",
+        help="a Module, or a class or zero-argument function that returns one",
+    )
+    parser.add_argument("--load", metavar="CKPT", help="apply this checkpoint first")
+    parser.add_argument("--model", metavar="MODEL", help=MODEL_HELP)
+    parser.add_argument("--stream", action="store_true", help="print events as they arrive")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="promptimus", description="Inspect promptimus checkpoints and run modules."
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    show = commands.add_parser("show", help="print a checkpoint's tree, parameters and digest")
+    show.add_argument("checkpoint", metavar="CHECKPOINT.toml")
+    show.add_argument("--full", action="store_true", help="do not fold long prompts")
+    diff = commands.add_parser(
+        "diff", help="compare two checkpoints (exit 0 when equal, 1 when they differ)"
+    )
+    diff.add_argument("a", metavar="A.toml")
+    diff.add_argument("b", metavar="B.toml")
+    run = commands.add_parser("run", help="run a module once on INPUT and print the result")
+    _module_options(run)
+    run.add_argument("--json", action="store_true", help="print the run record as JSON")
+    run.add_argument("input", metavar="INPUT", help='the request ("-" reads it from stdin)')
+    chat = commands.add_parser("chat", help="talk to a module, one line per turn, with memory")
+    _module_options(chat)
+    return parser
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "show":
+        from .show import show
+
+        return show(args.checkpoint, args.full, sys.stdout)
+    if args.command == "diff":
+        from .diff import diff
+
+        return diff(args.a, args.b, sys.stdout)
+    from .prepared_module import prepare
+
+    module = prepare(args.target, args.load, args.model)
+    if args.command == "run":
+        from .run import run_once
+
+        request = sys.stdin.read() if args.input == "-" else args.input
+        asyncio.run(run_once(module, request, args.stream, args.json))
+        return 0
+    from .chat import chat
+
+    return asyncio.run(chat(module, args.stream, sys.stdin, sys.stdout, sys.stderr))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return _dispatch(args)
+    except PromptimusError as exc:
+        print(f"promptimus: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("promptimus: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the user's module failed: say how, without a traceback
+        print(f"promptimus: error: the run failed: {describe_failure(exc)}", file=sys.stderr)
+    return 2
