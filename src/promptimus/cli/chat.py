@@ -19,6 +19,17 @@ HELP = (
 )
 
 
+def _read_turn(stdin: TextIO, stdout: TextIO, interactive: bool, style: Style) -> str | None:
+    if interactive:  # input() gives line editing and history on a terminal
+        try:
+            return input(style("you> ", "bold"))
+        except EOFError:
+            stdout.write("\n")
+            return None
+    line = stdin.readline()
+    return line.rstrip("\n") if line else None
+
+
 async def chat(module: Module, stream: bool, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     style = Style(stdout)
     interactive = stdin.isatty()
@@ -26,15 +37,9 @@ async def chat(module: Module, stream: bool, stdin: TextIO, stdout: TextIO, stde
         stdout.write(style(HELP, "dim") + "\n")
     session = Session("chat")
     while True:
-        if interactive:
-            stdout.write(style("you> ", "bold"))
-            stdout.flush()
-        line = stdin.readline()
-        if not line:  # Ctrl-D / end of input
-            if interactive:
-                stdout.write("\n")
+        text = _read_turn(stdin, stdout, interactive, style)
+        if text is None:  # Ctrl-D / end of input
             return 0
-        text = line.rstrip("\n")
         command, _, argument = text.strip().partition(" ")
         if command == "/exit":
             return 0

@@ -12,8 +12,7 @@ from .target import load_target
 def prepare(target: str, checkpoint: str | None, model: str | None) -> Module:
     module = load_target(target)
     if checkpoint is not None:
-        load_module_dict(checkpoint)  # the CLI's own missing-file message, then the real load
-        module.load(checkpoint)
+        module.load_dict(load_module_dict(checkpoint))
     if model is not None:
         module.with_llm(OfflineModel() if model == "fake" else resolve(model))
     return module
