@@ -255,7 +255,7 @@ def test_run_reports_each_bad_input_without_a_traceback(work: Path) -> None:
           "ValueError: the factory needs a config file")  # fmt: skip
     fails(run("targets.py:Echo", "--load", "nope.toml"), "nope.toml: no such file")
     fails(run("targets.py:Echo", "--load", "bad.toml"), "not valid TOML", "line 4")
-    (work / "other.toml").write_text('unknown_key = 1\n')
+    (work / "other.toml").write_text("unknown_key = 1\n")
     fails(run("targets.py:Echo", "--load", "other.toml"), "unknown_key")
     fails(run("targets.py:agent", "--model", "nosuch:model"), "Unknown provider 'nosuch'")
     fails(run("targets.py:agent", "--model", "openai:gpt-4o-mini"), "OPENAI_API_KEY")
