@@ -269,7 +269,7 @@ def test_run_reports_each_bad_input_without_a_traceback(work: Path) -> None:
 
 
 def test_chat_keeps_memory_resets_saves_and_exits(work: Path) -> None:
-    turns = "first\nsecond\n/reset\nthird\n/save saved.toml\n/exit\nnever answered\n"
+    turns = "first\nsecond\n/reset\nthird\n/save saved.toml\n/undo\n/exit\nnever answered\n"
     result = promptimus("chat", "targets.py:agent", "--model", "fake", cwd=work, stdin=turns)
     assert result.returncode == 0, result.stderr
     answers = [line for line in result.stdout.splitlines() if line.startswith("[OFFLINE")]
@@ -277,6 +277,7 @@ def test_chat_keeps_memory_resets_saves_and_exits(work: Path) -> None:
     assert [a.split("I saw ")[1].split(" ")[0] for a in answers] == ["2", "4", "2"]
     assert "'third'" in answers[2] and "never answered" not in result.stdout
     assert "(memory cleared)" in result.stdout
+    assert "unknown command /undo" in result.stderr and "/undo" not in result.stdout
     saved = work / "saved.toml"
     assert saved.exists()
     shown = promptimus("show", "saved.toml", cwd=work)

@@ -62,6 +62,9 @@ async def chat(module: Module, stream: bool, stdin: TextIO, stdout: TextIO, stde
             continue
         if not text.strip():
             continue
+        if command.startswith("/") and "/" not in command[1:]:
+            stderr.write(f"unknown command {command}; {HELP}\n")
+            continue
         try:
             with session:
                 await run_once(module, text, stream, as_json=False)
