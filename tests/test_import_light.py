@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-HEAVY = ["openai", "chromadb", "httpx", "numpy", "opentelemetry", "tomlkit", "tqdm"]
+HEAVY = ["openai", "chromadb", "httpx", "numpy", "opentelemetry", "tomlkit", "tqdm", "mcp"]
 
 
 def imported_after(code: str) -> list[str]:
@@ -41,6 +41,8 @@ def imported_after(code: str) -> list[str]:
         "from promptimus import track_usage, budget, BudgetExceeded",
         "from promptimus.tracing import track_usage, budget, conventions",
         "import promptimus.core.provider_calls",
+        "import promptimus.mcp",
+        "import promptimus.tools.tool",
     ],
 )
 def test_import_pulls_in_no_heavy_dependency(code: str) -> None:

@@ -461,3 +461,10 @@ class EmptyTrainingData(OptimizationError):
 
 class BudgetTooSmall(OptimizationError):
     """The budget cannot even pay for the baseline evaluation of the validation set."""
+
+
+# --- MCP (promptimus.mcp) ------------------------------------------------------------------------
+
+
+class MCPError(PromptimusError):
+    """An MCP server could not be started, reached or used (`promptimus.mcp`)."""

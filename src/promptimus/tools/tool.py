@@ -76,6 +76,7 @@ __all__ = [
     "DEFAULT_TOOL_TIMEOUT",
     "SupportsHandoff",
     "Tool",
+    "ToolSource",
     "check_tool_name",
     "handoff_messages",
     "snake_case",
@@ -434,6 +435,12 @@ class Tool(Module):
             timeout=timeout,
         )
 
+    @classmethod
+    def from_mcp(cls, toolset: Any, name: str) -> Tool:
+        """One tool of an open `promptimus.mcp.MCPToolset`, by its name as the model sees it
+        (with the toolset's prefix). Raises `MCPError` if the server has no such tool."""
+        return toolset.tool(name)  # type: ignore[no-any-return]
+
     # ------------------------------------------------------------------ what the agent reads
 
     @property
@@ -663,22 +670,39 @@ def _builtin(cls: type) -> bool:
     return cls.__module__ == "promptimus" or cls.__module__.startswith("promptimus.")
 
 
-def toolset(tools: Iterable[Tool | Module | Callable[..., Any]]) -> dict[str, Tool]:
-    """Name -> Tool, refusing two tools with the same name. Plain functions become `Tool(fn)` and
-    modules `Tool.from_module(module)`."""
+@runtime_checkable
+class ToolSource(Protocol):
+    """Something that stands for several tools wherever tools are taken (an MCP server's
+    toolset): `toolset()` expands it into the `Tool`s it returns."""
+
+    def expand_tools(self) -> Iterable[Tool]: ...
+
+
+def _origin(tool: Tool) -> str:
+    """Where a tool comes from, for error messages: a remote tool names its server."""
+    return getattr(tool, "origin", None) or "a local tool"
+
+
+def toolset(tools: Iterable[Tool | Module | Callable[..., Any] | ToolSource]) -> dict[str, Tool]:
+    """Name -> Tool, refusing two tools with the same name. Plain functions become `Tool(fn)`,
+    modules `Tool.from_module(module)`, and a `ToolSource` (an MCP toolset) its tools."""
     out: dict[str, Tool] = {}
     for item in tools:
-        if isinstance(item, Tool):
-            tool = item
+        if isinstance(item, ToolSource) and not isinstance(item, Tool):
+            expanded = list(item.expand_tools())
+        elif isinstance(item, Tool):
+            expanded = [item]
         elif isinstance(item, Module):
-            tool = Tool.from_module(item)
+            expanded = [Tool.from_module(item)]
         else:
-            tool = Tool(item)
-        if tool.name in out:
-            raise DuplicateToolName(
-                f"Two tools are named {tool.name!r}. Tool names must be unique: give one a "
-                "distinct name, e.g. Tool.from_module(module, name='...') or "
-                "Tool(fn, name='...')."
-            )
-        out[tool.name] = tool
+            expanded = [Tool(item)]
+        for tool in expanded:
+            if tool.name in out:
+                raise DuplicateToolName(
+                    f"Two tools are named {tool.name!r} ({_origin(out[tool.name])} and "
+                    f"{_origin(tool)}). Tool names must be unique: give one a distinct name, "
+                    "e.g. Tool.from_module(module, name='...'), Tool(fn, name='...') or an MCP "
+                    "toolset's prefix='...'."
+                )
+            out[tool.name] = tool
     return out

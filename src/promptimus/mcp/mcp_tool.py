@@ -1,0 +1,153 @@
+"""`MCPTool`: one tool of an MCP server, as a promptimus `Tool` an agent can call.
+
+The model sees the server's name (with the toolset's prefix), description and input schema as
+the server wrote them. Arguments are checked against that schema before anything is sent (a
+mismatch goes back to the model, as with a local tool); the call goes through the toolset's one
+session. Text content comes back as text, structured content as JSON, an `isError` result and a
+call past the toolset's timeout as a tool error for the model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+import jsonschema
+
+from ..core import Module, Parameter
+from ..errors import ToolArgumentsError, ToolExecutionError
+from ..tools.run_context import RunContext
+from ..tools.tool import Tool, check_tool_name
+
+if TYPE_CHECKING:
+    from .toolset import MCPToolset
+
+__all__ = ["MCPTool"]
+
+
+class MCPTool(Tool):
+    """One tool of an MCP server (made by `MCPToolset`; see `Tool.from_mcp`)."""
+
+    def __init__(
+        self,
+        toolset: MCPToolset,
+        remote_name: str,
+        description: str | None,
+        input_schema: dict[str, Any],
+        prefix: str = "",
+    ) -> None:
+        Module.__init__(self)
+        self.timeout = toolset.timeout
+        self._name = check_tool_name(prefix + remote_name)
+        self._fn = None
+        self._async = True
+        self._fresh_session = False
+        self._input = None
+        self._deps_param = None
+        self._handoff_history = False
+        self._handoff_include_tool_loop = False
+        self.remote_name = remote_name
+        self._toolset = toolset
+        self.description = Parameter(description or "")
+        self.update(description, input_schema)
+
+    def update(self, description: str | None, input_schema: dict[str, Any]) -> None:
+        """Take the server's new description and schema (after a list-changed notice)."""
+        if self.description.value != (description or ""):
+            self.description.value = description or ""
+        schema = dict(input_schema) if input_schema else {"type": "object", "properties": {}}
+        self._parameters = schema
+        validator = jsonschema.validators.validator_for(schema)
+        self._validator = validator(schema)
+
+    @property
+    def origin(self) -> str:
+        return f"a tool of the MCP server {self._toolset.server!r}"
+
+    @property
+    def parameters_schema(self) -> dict[str, Any]:
+        return self._parameters
+
+    def extra_repr(self) -> str:
+        return f"name={self._name!r}, server={self._toolset.server!r}"
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.forward(*args, **kwargs)
+
+    async def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the server's tool with keyword arguments (or one JSON-object string)."""
+        if len(args) == 1 and isinstance(args[0], str | dict) and not kwargs:
+            kwargs = self._validated(args[0])
+        elif args:
+            raise ToolArgumentsError(f"MCP tool {self._name!r} takes keyword arguments only.")
+        else:
+            kwargs = self._validated(kwargs)
+        return await self._send(kwargs)
+
+    def _prepare(
+        self,
+        arguments: str | dict[str, Any] | None,
+        ctx: RunContext[Any] | None,
+        history: Any = None,
+    ) -> tuple[list[Any], dict[str, Any]]:
+        return [], self._validated(arguments)
+
+    async def _execute(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
+        return await self._send(kwargs)
+
+    def _validated(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+        if arguments is None or arguments == "":
+            values: Any = {}
+        elif isinstance(arguments, str):
+            try:
+                values = json.loads(arguments)
+            except json.JSONDecodeError as exc:
+                raise ToolArgumentsError(
+                    f"Tool {self._name!r}: the arguments are not valid JSON ({exc.msg}). "
+                    "Send one JSON object."
+                ) from None
+        else:
+            values = arguments
+        if not isinstance(values, dict):
+            raise ToolArgumentsError(
+                f"Tool {self._name!r}: the arguments must be a JSON object, got "
+                f"{type(values).__name__}."
+            )
+        problems = sorted(self._validator.iter_errors(values), key=lambda e: list(e.path))
+        if problems:
+            lines = "; ".join(_explain(p) for p in problems[:5])
+            raise ToolArgumentsError(
+                f"Tool {self._name!r}: invalid arguments: {lines}. Fix them and call again."
+            )
+        return values
+
+    async def _send(self, arguments: dict[str, Any]) -> Any:
+        result = await self._toolset.call_tool(self.remote_name, arguments)
+        text = _content_text(result.content)
+        if result.is_error:
+            raise ToolExecutionError(
+                f"Tool {self._name!r} (MCP server {self._toolset.server!r}) failed: "
+                f"{text or 'the server gave no reason'}"
+            )
+        if result.structured_content is not None:
+            return result.structured_content
+        return text
+
+
+def _explain(error: jsonschema.ValidationError) -> str:
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{where}: {error.message}" if where else error.message
+
+
+def _content_text(blocks: list[Any]) -> str:
+    """Text of the result's content blocks; other kinds are named, not dropped silently."""
+    parts: list[str] = []
+    for block in blocks:
+        kind = getattr(block, "type", None)
+        if kind == "text":
+            parts.append(block.text)
+        elif kind == "resource" and hasattr(block.resource, "text"):
+            parts.append(block.resource.text)
+        else:
+            parts.append(f"[{kind or type(block).__name__} content]")
+    return "\n".join(parts)

@@ -1,0 +1,328 @@
+"""`MCPToolset`: the tools of one MCP server, for agents, over one reused client session.
+
+    async with MCPToolset.stdio("python", ["server.py"], prefix="files_") as files:
+        agent = OpenaiToolCallingAgent(prompt, tools=[files, my_tool])
+        await agent.forward("...")
+
+The connection (transport + `ClientSession`) lives in one background task that owns the SDK's
+context managers from start to end, so every call, from any task, goes through the same
+session: stateful servers keep their state. If the server goes away, the next call reconnects
+once and retries; if that fails too, it raises `MCPError` naming the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError as SDKError
+
+from ..errors import MCPError
+from ..tools.tool import check_timeout
+from .mcp_tool import MCPTool
+from .stderr_log import StderrLog
+
+__all__ = ["DEFAULT_MCP_TIMEOUT", "MCPToolset"]
+
+DEFAULT_MCP_TIMEOUT = 60.0
+"""Seconds one tool call may take before it becomes a tool error for the model."""
+
+_CONNECT_TIMEOUT = 30.0
+_CLOSE_TIMEOUT = 10.0
+
+
+class MCPToolset:
+    """The tools of one MCP server. Build with `MCPToolset.stdio(...)` or `MCPToolset.http(...)`,
+    open with `async with`, then give it to an agent wherever tools are taken.
+
+    `include=`/`exclude=` filter the server's tools by their own names; `prefix=` is put before
+    every name the model sees (to avoid clashes); `timeout=` bounds each call (seconds, default
+    60): past it the model gets a tool error.
+    """
+
+    def __init__(
+        self,
+        server: str,
+        *,
+        stdio: StdioServerParameters | None = None,
+        url: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        include: Iterable[str] | None = None,
+        exclude: Iterable[str] | None = None,
+        prefix: str = "",
+        timeout: float | None = DEFAULT_MCP_TIMEOUT,
+    ) -> None:
+        if (stdio is None) == (url is None):
+            raise MCPError("MCPToolset needs a server: use MCPToolset.stdio(...) or .http(url).")
+        if prefix and not re.fullmatch(r"[a-zA-Z0-9_-]+", prefix):
+            raise MCPError(f"MCP prefix {prefix!r} may hold only letters, digits, '_' and '-'.")
+        self.server = server
+        self._stdio = stdio
+        self._url = url
+        self._headers = dict(headers or {})
+        self.include = frozenset(include) if include is not None else None
+        self.exclude = frozenset(exclude or ())
+        self.prefix = prefix
+        self.timeout = check_timeout(timeout, "MCPToolset timeout")
+        self._session: ClientSession | None = None
+        self._runner: asyncio.Task[None] | None = None
+        self._stop: asyncio.Event | None = None
+        self._stderr: StderrLog | None = None
+        self._tools: dict[str, MCPTool] = {}
+        self._reconnect_lock: asyncio.Lock | None = None
+        self._generation = 0
+
+    # ------------------------------------------------------------------ construction
+
+    @classmethod
+    def stdio(
+        cls,
+        command: str,
+        args: Sequence[str] = (),
+        env: Mapping[str, str] | None = None,
+        cwd: str | Path | None = None,
+        **options: Any,
+    ) -> MCPToolset:
+        """A server started as a subprocess, spoken to over its stdin/stdout. Its stderr goes
+        to the `promptimus.mcp.server_stderr` logger."""
+        params = StdioServerParameters(
+            command=command, args=list(args), env=dict(env) if env else None, cwd=cwd
+        )
+        label = " ".join([command, *args])
+        return cls(label, stdio=params, **options)
+
+    @classmethod
+    def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> MCPToolset:
+        """A server reached over streamable HTTP at `url` (e.g. `http://127.0.0.1:8000/mcp`)."""
+        return cls(url, url=url, headers=headers, **options)
+
+    def __repr__(self) -> str:
+        state = "open" if self._session is not None else "closed"
+        return f"MCPToolset({self.server!r}, {state}, tools={list(self._tools)})"
+
+    # ------------------------------------------------------------------ lifetime
+
+    async def __aenter__(self) -> MCPToolset:
+        await self.open()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def open(self) -> None:
+        """Start (or reach) the server, open one client session and list its tools."""
+        if self._session is not None:
+            return
+        self._reconnect_lock = asyncio.Lock()
+        await self._connect()
+        await self.refresh()
+
+    async def close(self) -> None:
+        """End the session (and stop a stdio server). Waits a bounded time."""
+        runner, stop = self._runner, self._stop
+        self._session = self._runner = self._stop = None
+        if runner is None or stop is None:
+            return
+        stop.set()
+        try:
+            await asyncio.wait_for(asyncio.shield(runner), _CLOSE_TIMEOUT)
+        except (TimeoutError, Exception):
+            runner.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(runner, _CLOSE_TIMEOUT)
+        finally:
+            if self._stderr is not None:
+                self._stderr.close()
+
+    async def _connect(self) -> None:
+        ready: asyncio.Future[ClientSession] = asyncio.get_running_loop().create_future()
+        self._stop = stop = asyncio.Event()
+        if self._stdio is not None:
+            self._stderr = StderrLog(self.server)
+        self._runner = asyncio.create_task(self._run(ready, stop), name=f"mcp:{self.server}")
+        try:
+            self._session = await asyncio.wait_for(asyncio.shield(ready), _CONNECT_TIMEOUT)
+        except BaseException as exc:
+            stop.set()
+            self._runner.cancel()
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(self._runner, _CLOSE_TIMEOUT)
+            self._session = self._runner = self._stop = None
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+            raise MCPError(self._start_failure(exc)) from exc
+        self._generation += 1
+
+    def _start_failure(self, exc: BaseException) -> str:
+        cause = _describe(exc)
+        if isinstance(exc, TimeoutError):
+            cause = f"no answer within {_CONNECT_TIMEOUT:g} s"
+        if self._stdio is not None:
+            tail = self._stderr.tail() if self._stderr is not None else ""
+            said = f" Its stderr ended with:\n{tail}" if tail else " It wrote nothing to stderr."
+            return (
+                f"Could not start the MCP server {self.server!r} ({cause}). Check that the "
+                f"command runs on its own in a terminal.{said}"
+            )
+        return (
+            f"Could not connect to the MCP server at {self.server} ({cause}). Check that it is "
+            "running and that the URL ends with its MCP path (often /mcp)."
+        )
+
+    async def _run(self, ready: asyncio.Future[ClientSession], stop: asyncio.Event) -> None:
+        """Own the transport and the session for their whole life (anyio needs one task)."""
+        try:
+            async with contextlib.AsyncExitStack() as stack:
+                if self._stdio is not None:
+                    assert self._stderr is not None
+                    streams = await stack.enter_async_context(
+                        stdio_client(self._stdio, errlog=self._stderr.writer)
+                    )
+                else:
+                    assert self._url is not None
+                    client = None
+                    if self._headers:
+                        import httpx2
+
+                        client = await stack.enter_async_context(
+                            httpx2.AsyncClient(headers=self._headers)
+                        )
+                    streams = await stack.enter_async_context(
+                        streamable_http_client(self._url, http_client=client)
+                    )
+                read, write = streams[0], streams[1]
+                session = await stack.enter_async_context(
+                    ClientSession(read, write, message_handler=self._on_message)
+                )
+                await session.initialize()
+                ready.set_result(session)
+                await stop.wait()
+        except BaseException as exc:
+            if not ready.done():
+                ready.set_exception(exc if isinstance(exc, Exception) else MCPError(repr(exc)))
+            if isinstance(exc, asyncio.CancelledError):
+                raise
+
+    async def _on_message(self, message: Any) -> None:
+        """Refresh the tool list when the server says it changed."""
+        method = getattr(getattr(message, "root", message), "method", None)
+        if method == "notifications/tools/list_changed":
+            asyncio.get_running_loop().create_task(self._refresh_quietly())
+
+    async def _refresh_quietly(self) -> None:
+        with contextlib.suppress(Exception):
+            await self.refresh()
+
+    # ------------------------------------------------------------------ tools
+
+    async def refresh(self) -> None:
+        """List the server's tools again (done on open and on its list-changed notice)."""
+        session = self._open_session()
+        try:
+            listed = await asyncio.wait_for(session.list_tools(), _CONNECT_TIMEOUT)
+        except Exception as exc:
+            raise MCPError(
+                f"The MCP server {self.server!r} did not list its tools: {_describe(exc)}"
+            ) from exc
+        tools: dict[str, MCPTool] = {}
+        for spec in listed.tools:
+            if self.include is not None and spec.name not in self.include:
+                continue
+            if spec.name in self.exclude:
+                continue
+            existing = self._tools.get(self.prefix + spec.name)
+            if existing is not None and existing.remote_name == spec.name:
+                existing.update(spec.description, spec.input_schema)
+                tools[existing.name] = existing
+            else:
+                tool = MCPTool(self, spec.name, spec.description, spec.input_schema, self.prefix)
+                tools[tool.name] = tool
+        missing = (self.include or frozenset()) - {t.remote_name for t in tools.values()}
+        if missing:
+            raise MCPError(
+                f"The MCP server {self.server!r} has no tool named {sorted(missing)} (include=). "
+                f"It has: {', '.join(sorted(t.name for t in listed.tools)) or 'no tools'}."
+            )
+        self._tools = tools
+
+    def expand_tools(self) -> list[MCPTool]:
+        """The tools, for an agent (the `ToolSource` seam of `promptimus.tools.toolset`)."""
+        self._open_session()
+        return list(self._tools.values())
+
+    @property
+    def tools(self) -> dict[str, MCPTool]:
+        """Name (as the model sees it) -> tool."""
+        self._open_session()
+        return dict(self._tools)
+
+    def tool(self, name: str) -> MCPTool:
+        """One tool by the name the model sees (with the prefix)."""
+        tools = self.tools
+        if name not in tools:
+            raise MCPError(
+                f"The MCP server {self.server!r} has no tool {name!r}. "
+                f"It has: {', '.join(tools) or 'no tools'}."
+            )
+        return tools[name]
+
+    def _open_session(self) -> ClientSession:
+        if self._session is None:
+            raise MCPError(
+                f"The MCP toolset for {self.server!r} is not open: use `async with toolset:` "
+                "(or `await toolset.open()`) before giving it to an agent or calling its tools."
+            )
+        return self._session
+
+    # ------------------------------------------------------------------ calls
+
+    async def call_tool(self, remote_name: str, arguments: dict[str, Any]) -> Any:
+        """Call a tool on the server; reconnect once if the connection is gone."""
+        session = self._open_session()
+        generation = self._generation
+        try:
+            return await session.call_tool(remote_name, arguments)
+        except SDKError:
+            raise
+        except Exception as exc:
+            if isinstance(exc, TimeoutError):
+                raise
+            first = exc
+        await self._reconnect(generation, first)
+        try:
+            return await self._open_session().call_tool(remote_name, arguments)
+        except SDKError:
+            raise
+        except Exception as exc:
+            raise MCPError(
+                f"The MCP server {self.server!r} went away and did not answer after reconnecting: "
+                f"{_describe(exc)}"
+            ) from exc
+
+    async def _reconnect(self, generation: int, cause: BaseException) -> None:
+        assert self._reconnect_lock is not None
+        async with self._reconnect_lock:
+            if self._generation != generation:  # another call reconnected already
+                return
+            await self.close()
+            try:
+                await self._connect()
+            except MCPError as exc:
+                raise MCPError(
+                    f"The MCP server {self.server!r} went away ({_describe(cause)}) and "
+                    f"reconnecting failed: {exc}"
+                ) from exc
+
+
+def _describe(exc: BaseException) -> str:
+    """One line for an exception, looking inside anyio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

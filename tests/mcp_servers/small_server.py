@@ -1,0 +1,60 @@
+"""A small real MCP server for the tests, written with the `mcp` SDK.
+
+Over stdio: `python small_server.py`; over streamable HTTP: `... small_server.py --http PORT`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("small")
+_counter = {"n": 0}
+
+
+@server.tool()
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+@server.tool()
+def count() -> str:
+    """Count the calls made on this server process (state kept between calls)."""
+    _counter["n"] += 1
+    return f"call {_counter['n']}"
+
+
+@server.tool()
+def weather(city: str) -> dict[str, object]:
+    """The weather in a city, as structured data."""
+    return {"city": city, "temperature": 21}
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with the reason given."""
+    raise ValueError(f"failed on purpose: {reason}")
+
+
+@server.tool()
+async def hang() -> str:
+    """Never returns."""
+    await asyncio.sleep(3600)
+    return "never"
+
+
+@server.tool()
+def shout(text: str) -> str:
+    """Write to stderr, return the text in capitals."""
+    print(f"shouting {text}", file=sys.stderr, flush=True)
+    return text.upper()
+
+
+if __name__ == "__main__":
+    if len(sys.argv) >= 3 and sys.argv[1] == "--http":
+        server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        server.run()

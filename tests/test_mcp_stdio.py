@@ -1,0 +1,198 @@
+"""MCP tools over stdio: a real MCP server (tests/mcp_servers/small_server.py, written with the
+`mcp` SDK) started as a subprocess, used by the agents through the fake OpenAI server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.errors import (
+    DuplicateToolName,
+    MCPError,
+    ToolArgumentsError,
+    ToolExecutionError,
+    ToolTimeout,
+)
+from promptimus.llms import OpenAILike
+from promptimus.mcp import MCPTool, MCPToolset
+from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
+from promptimus.tools.tool import Tool
+from promptimus.transport import RetryPolicy
+
+SERVER = str(Path(__file__).parent / "mcp_servers" / "small_server.py")
+BOUND = 60.0
+
+
+def small(**options: Any) -> MCPToolset:
+    return MCPToolset.stdio(sys.executable, [SERVER], **options)
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers locally."""
+    return a + b
+
+
+@pytest.fixture
+def srv() -> Any:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+def make_llm(srv: FakeOpenAIServer) -> OpenAILike:
+    return OpenAILike(
+        "fake-model",
+        api_key=srv.api_key,
+        base_url=srv.base_url,
+        retry=RetryPolicy(max_retries=1, base_delay=0.001, max_delay=0.01),
+        timeout=5.0,
+    )
+
+
+def tool_contents(request: dict[str, Any]) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in request["messages"] if m["role"] == "tool"}
+
+
+async def test_lists_the_servers_tools_as_it_wrote_them() -> None:
+    async with small() as toolset:
+        tools = toolset.tools
+    assert {"add", "count", "weather", "fail", "hang", "shout"} <= set(tools)
+    assert tools["add"].description.value == "Add two integers."
+    schema = tools["add"].parameters_schema
+    assert schema["required"] == ["a", "b"]
+    assert schema["properties"]["a"]["type"] == "integer"
+    assert isinstance(tools["add"], Tool) and isinstance(tools["add"], MCPTool)
+
+
+async def test_openai_agent_calls_mcp_tools_through_the_fake_server(srv: FakeOpenAIServer) -> None:
+    srv.chat.script(
+        Reply(
+            tool_calls=[
+                ToolCall("mcp_add", {"a": 2, "b": 3}, id="c1"),
+                ToolCall("mcp_weather", {"city": "Kyiv"}, id="c2"),
+                ToolCall("mcp_add", {"a": "two", "b": 3}, id="c3"),
+                ToolCall("mcp_fail", {"reason": "because"}, id="c4"),
+                ToolCall("mcp_nope", {}, id="c5"),
+                ToolCall("add", {"a": 1, "b": 1}, id="c6"),
+            ]
+        ),
+        Reply(content="done"),
+    )
+    async with small(prefix="mcp_", exclude=["hang"]) as toolset:
+        agent = OpenaiToolCallingAgent("Use tools.", [toolset, add]).with_llm(make_llm(srv))
+        output, record = await asyncio.wait_for(agent.run("go"), BOUND)
+
+    assert output.content == "done"
+    sent = {t["function"]["name"]: t["function"] for t in srv.chat.requests[0]["tools"]}
+    assert "mcp_hang" not in sent and {"mcp_add", "mcp_weather", "add"} <= set(sent)
+    assert sent["mcp_add"]["parameters"]["required"] == ["a", "b"]
+    results = tool_contents(srv.chat.requests[1])
+    assert json.loads(results["c1"]) == {"result": 5}
+    assert json.loads(results["c2"]) == {"city": "Kyiv", "temperature": 21}
+    assert results["c3"].startswith("Error:") and "'two' is not of type 'integer'" in results["c3"]
+    assert results["c4"].startswith("Error:") and "mcp_fail" in results["c4"]
+    assert results["c5"].startswith("Error:") and "no tool named 'mcp_nope'" in results["c5"]
+    assert results["c6"] == "2"
+    names = [call.name for call in record.steps[0].tool_calls]
+    assert names == ["mcp_add", "mcp_weather", "mcp_add", "mcp_fail", "mcp_nope", "add"]
+
+
+async def test_one_session_serves_every_call() -> None:
+    async with small() as toolset:
+        count = toolset.tool("count")
+        answers = [await count.call("{}") for _ in range(3)]
+        more = await asyncio.gather(*(count.call("{}") for _ in range(4)))
+    assert [json.loads(a)["result"] for a in answers] == ["call 1", "call 2", "call 3"]
+    assert sorted(json.loads(a)["result"] for a in more) == [f"call {n}" for n in range(4, 8)]
+
+
+async def test_tool_from_mcp_and_include() -> None:
+    async with small(include=["add", "shout"]) as toolset:
+        assert set(toolset.tools) == {"add", "shout"}
+        tool = Tool.from_mcp(toolset, "add")
+        assert json.loads(await tool.call({"a": 40, "b": 2})) == {"result": 42}
+        assert await tool.forward(a=1, b=2) == {"result": 3}
+        with pytest.raises(MCPError, match="no tool 'weather'"):
+            Tool.from_mcp(toolset, "weather")
+
+
+async def test_include_of_a_missing_tool_is_an_error() -> None:
+    with pytest.raises(MCPError, match="nope"):
+        async with small(include=["add", "nope"]):
+            pass
+
+
+async def test_arguments_are_validated_before_sending() -> None:
+    async with small() as toolset:
+        with pytest.raises(ToolArgumentsError, match="'b' is a required property"):
+            await toolset.tool("add").call({"a": 1})
+        with pytest.raises(ToolArgumentsError, match="not valid JSON"):
+            await toolset.tool("add").call('{"a": 1')
+
+
+async def test_is_error_result_is_a_tool_error() -> None:
+    async with small() as toolset:
+        with pytest.raises(ToolExecutionError, match="fail"):
+            await toolset.tool("fail").call({"reason": "x"})
+
+
+async def test_a_hanging_tool_times_out_and_the_session_keeps_working() -> None:
+    async with small(timeout=0.5) as toolset:
+        with pytest.raises(ToolTimeout, match="'hang'"):
+            await asyncio.wait_for(toolset.tool("hang").call({}), BOUND)
+        assert json.loads(await toolset.tool("add").call({"a": 1, "b": 1})) == {"result": 2}
+
+
+async def test_clash_with_a_local_tool_names_both() -> None:
+    def weather(city: str) -> str:
+        """Local weather."""
+        return city
+
+    async with small() as toolset:
+        with pytest.raises(DuplicateToolName) as caught:
+            OpenaiToolCallingAgent("p", [weather, toolset])
+    message = str(caught.value)
+    assert "'weather'" in message and "a local tool" in message and "MCP server" in message
+
+
+async def test_a_closed_toolset_says_to_open_it() -> None:
+    with pytest.raises(MCPError, match="async with"):
+        OpenaiToolCallingAgent("p", [small()])
+
+
+async def test_a_server_that_exits_at_start_names_the_command_and_its_stderr(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "broken_server.py"
+    script.write_text(
+        "import sys\nprint('boom: missing config file settings.toml', file=sys.stderr)\n"
+        "sys.exit(3)\n"
+    )
+    toolset = MCPToolset.stdio(sys.executable, [str(script)])
+    with pytest.raises(MCPError) as caught:
+        await asyncio.wait_for(toolset.open(), BOUND)
+    message = str(caught.value)
+    assert "broken_server.py" in message and "missing config file settings.toml" in message
+
+
+async def test_a_command_that_does_not_exist() -> None:
+    toolset = MCPToolset.stdio("/nonexistent/mcp-server-binary")
+    with pytest.raises(MCPError, match="/nonexistent/mcp-server-binary"):
+        await asyncio.wait_for(toolset.open(), BOUND)
+
+
+async def test_server_stderr_goes_to_a_logger(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="promptimus.mcp.server_stderr")
+    async with small() as toolset:
+        assert json.loads(await toolset.tool("shout").call({"text": "hi"})) == {"result": "HI"}
+        for _ in range(200):
+            if any("shouting hi" in r.getMessage() for r in caplog.records):
+                break
+            await asyncio.sleep(0.05)
+    assert any("shouting hi" in r.getMessage() for r in caplog.records)
