@@ -6,6 +6,7 @@ Over stdio: `python small_server.py`; over streamable HTTP: `... small_server.py
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 
 from mcp.server.mcpserver import MCPServer
@@ -51,6 +52,13 @@ def shout(text: str) -> str:
     """Write to stderr, return the text in capitals."""
     print(f"shouting {text}", file=sys.stderr, flush=True)
     return text.upper()
+
+
+@server.tool()
+def die() -> str:
+    """End the server process at once (a server that goes away between calls)."""
+    sys.stderr.flush()
+    os._exit(1)
 
 
 if __name__ == "__main__":

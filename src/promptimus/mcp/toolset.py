@@ -22,6 +22,7 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SDKError
+from mcp_types.jsonrpc import CONNECTION_CLOSED
 
 from ..errors import MCPError
 from ..tools.tool import check_timeout
@@ -35,6 +36,8 @@ DEFAULT_MCP_TIMEOUT = 60.0
 
 _CONNECT_TIMEOUT = 30.0
 _CLOSE_TIMEOUT = 10.0
+# What the SDK's HTTP transport reports when the server no longer knows our session (restarted).
+_GONE_MESSAGES = frozenset({"Session not found", "Session terminated"})
 
 
 class MCPToolset:
@@ -288,18 +291,16 @@ class MCPToolset:
         generation = self._generation
         try:
             return await session.call_tool(remote_name, arguments)
-        except SDKError:
-            raise
         except Exception as exc:
-            if isinstance(exc, TimeoutError):
+            if not _session_gone(exc):
                 raise
             first = exc
         await self._reconnect(generation, first)
         try:
             return await self._open_session().call_tool(remote_name, arguments)
-        except SDKError:
-            raise
         except Exception as exc:
+            if not _session_gone(exc):
+                raise
             raise MCPError(
                 f"The MCP server {self.server!r} went away and did not answer after reconnecting: "
                 f"{_describe(exc)}"
@@ -318,6 +319,16 @@ class MCPToolset:
                     f"The MCP server {self.server!r} went away ({_describe(cause)}) and "
                     f"reconnecting failed: {exc}"
                 ) from exc
+
+
+def _session_gone(exc: BaseException) -> bool:
+    """Whether a failed call means the connection or the server's session is gone (worth one
+    reconnect), rather than the server answering with an error."""
+    if isinstance(exc, TimeoutError):
+        return False
+    if isinstance(exc, SDKError):
+        return exc.error.code == CONNECTION_CLOSED or exc.error.message in _GONE_MESSAGES
+    return True
 
 
 def _describe(exc: BaseException) -> str:

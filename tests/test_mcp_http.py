@@ -1,0 +1,162 @@
+"""MCP tools over streamable HTTP (the test server on 127.0.0.1), the ReACT agent, and a server
+that goes away between calls."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promptimus.agents.react_agent import ToolCallingAgent
+from promptimus.errors import MCPError
+from promptimus.llms import OpenAILike
+from promptimus.mcp import MCPToolset
+from promptimus.testing import FakeOpenAIServer
+from promptimus.transport import RetryPolicy
+
+SERVER = str(Path(__file__).parent / "mcp_servers" / "small_server.py")
+BOUND = 60.0
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def start_http_server(port: int) -> subprocess.Popen[bytes]:
+    process = subprocess.Popen(
+        [sys.executable, SERVER, "--http", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + BOUND
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the test MCP server exited with {process.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return process
+        except OSError:
+            time.sleep(0.1)
+    process.kill()
+    raise RuntimeError("the test MCP server did not listen in time")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(10)
+
+
+@pytest.fixture
+def http_server() -> Iterator[tuple[str, int]]:
+    port = free_port()
+    process = start_http_server(port)
+    try:
+        yield f"http://127.0.0.1:{port}/mcp", port
+    finally:
+        stop(process)
+
+
+@pytest.fixture
+def srv() -> Any:
+    with FakeOpenAIServer() as server:
+        yield server
+
+
+def make_llm(srv: FakeOpenAIServer) -> OpenAILike:
+    return OpenAILike(
+        "fake-model",
+        api_key=srv.api_key,
+        base_url=srv.base_url,
+        retry=RetryPolicy(max_retries=1, base_delay=0.001, max_delay=0.01),
+        timeout=5.0,
+    )
+
+
+async def test_http_toolset_lists_and_calls(http_server: tuple[str, int]) -> None:
+    url, _ = http_server
+    async with MCPToolset.http(url, headers={"X-Test": "1"}, prefix="h_") as toolset:
+        assert {"h_add", "h_count"} <= set(toolset.tools)
+        add = toolset.tool("h_add")
+        assert json.loads(await add.call({"a": 2, "b": 5})) == {"result": 7}
+        count = toolset.tool("h_count")
+        got = [json.loads(await count.call({}))["result"] for _ in range(2)]
+    assert got == ["call 1", "call 2"]
+
+
+async def test_react_agent_uses_http_mcp_tools(
+    http_server: tuple[str, int], srv: FakeOpenAIServer
+) -> None:
+    url, _ = http_server
+    srv.chat.script(
+        'Thought: add them\nAction: add\nAction Input: {"a": 20, "b": 22}',
+        "Thought: I know\nAnswer: 42",
+    )
+    async with MCPToolset.http(url, include=["add"]) as toolset:
+        agent = ToolCallingAgent([toolset]).with_llm(make_llm(srv))
+        reply = await asyncio.wait_for(agent.forward("20+22?"), BOUND)
+    assert reply.content == "42"
+    first = json.dumps(srv.chat.requests[0]["messages"])
+    assert "Add two integers." in first
+    observation = srv.chat.requests[1]["messages"][-1]["content"]
+    assert observation.startswith("Observation:")
+    assert json.loads(observation.removeprefix("Observation:")) == {"result": 42}
+
+
+async def test_http_server_restarted_between_calls_reconnects_once() -> None:
+    port = free_port()
+    processes = [start_http_server(port)]
+    try:
+        async with MCPToolset.http(f"http://127.0.0.1:{port}/mcp") as toolset:
+            count = toolset.tool("count")
+            assert json.loads(await count.call({}))["result"] == "call 1"
+            assert json.loads(await count.call({}))["result"] == "call 2"
+            # the server goes away and a fresh one (new state) takes its place on the same port
+            await asyncio.to_thread(stop, processes[0])
+            processes.append(await asyncio.to_thread(start_http_server, port))
+            again = await asyncio.wait_for(count.call({}), BOUND)
+            assert json.loads(again)["result"] == "call 1"
+    finally:
+        for process in processes:
+            stop(process)
+
+
+async def test_stdio_server_that_dies_between_calls_is_restarted_once() -> None:
+    async with MCPToolset.stdio(sys.executable, [SERVER]) as toolset:
+        count = toolset.tool("count")
+        assert json.loads(await count.call({}))["result"] == "call 1"
+        with pytest.raises(MCPError, match="went away"):
+            await asyncio.wait_for(toolset.tool("die").call({}), BOUND)
+        assert json.loads(await asyncio.wait_for(count.call({}), BOUND))["result"] == "call 1"
+
+
+async def test_http_server_that_is_gone_fails_with_a_named_error() -> None:
+    port = free_port()
+    process = start_http_server(port)
+    toolset = MCPToolset.http(f"http://127.0.0.1:{port}/mcp")
+    await toolset.open()
+    try:
+        stop(process)
+        with pytest.raises(MCPError, match="went away"):
+            await asyncio.wait_for(toolset.tool("add").call({"a": 1, "b": 1}), BOUND)
+    finally:
+        await asyncio.wait_for(toolset.close(), BOUND)
+
+
+async def test_unreachable_http_server_is_an_mcp_error() -> None:
+    url = f"http://127.0.0.1:{free_port()}/mcp"
+    with pytest.raises(MCPError, match="Could not connect"):
+        await asyncio.wait_for(MCPToolset.http(url).open(), BOUND)
