@@ -1,4 +1,5 @@
-"""MCP (Model Context Protocol): tools from any MCP server for promptimus agents.
+"""MCP (Model Context Protocol): tools from any MCP server for promptimus agents, and
+promptimus modules and tools served as an MCP server (`serve`).
 
 Needs the `mcp` extra (`pip install 'promptimus[mcp]'`); `import promptimus` never imports it.
 """
@@ -14,11 +15,15 @@ _LAZY: dict[str, str] = {
     "DEFAULT_MCP_TIMEOUT": "toolset",
     "MCPTool": "mcp_tool",
     "MCPError": "promptimus.errors",
+    "serve": "serve",
+    "serve_async": "serve",
 }
 
 if TYPE_CHECKING:
     from ..errors import MCPError as MCPError
     from .mcp_tool import MCPTool as MCPTool
+    from .serve import serve as serve
+    from .serve import serve_async as serve_async
     from .toolset import DEFAULT_MCP_TIMEOUT as DEFAULT_MCP_TIMEOUT
     from .toolset import MCPToolset as MCPToolset
 

@@ -1,0 +1,136 @@
+"""`serve`: promptimus modules and tools as an MCP server (stdio or streamable HTTP).
+
+    serve(my_agent)                                  # stdio, one tool named after the class
+    serve([add, search], transport="http", port=8765)  # http://127.0.0.1:8765/mcp
+    serve({"writer": writer, "critic": critic})      # one tool per module, named by the keys
+
+A module becomes a tool by the same rules as `Tool.from_module` (an agent takes `request`
+text); every call runs in its own `pm.Session`, so concurrent clients never share memory.
+Arguments are validated as for the model's calls; a failing tool answers with `isError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+import mcp_types as types
+from mcp.server.lowlevel import Server
+
+from ..core import Module, Session
+from ..errors import MCPError, ToolError
+from ..tools.tool import Tool, toolset
+
+__all__ = ["build_server", "serve", "serve_async", "served_tools"]
+
+Target = Module | Tool | Mapping[str, Module | Tool] | Iterable[Tool | Module | Callable[..., Any]]
+
+
+def served_tools(target: Target) -> dict[str, Tool]:
+    """Name -> Tool for what `serve` was given (refusing duplicate names)."""
+    if isinstance(target, Tool | Module):
+        return toolset([target])
+    if isinstance(target, Mapping):
+        items: list[Tool] = []
+        for name, value in target.items():
+            if isinstance(value, Tool):
+                items.append(value if value.name == name else Tool(value._fn, name=name))
+            elif isinstance(value, Module):
+                items.append(Tool.from_module(value, name=name))
+            else:
+                raise MCPError(f"serve: {name!r} maps to {type(value).__name__}, not a Module.")
+        return toolset(items)
+    if isinstance(target, Iterable) and not isinstance(target, str | bytes):
+        return toolset(target)
+    raise MCPError(
+        f"serve needs a Module, a Tool, a list of tools or a mapping of names to modules; got "
+        f"{type(target).__name__}."
+    )
+
+
+def build_server(target: Target, name: str | None = None) -> Server[Any]:
+    """The `mcp` SDK's low-level server answering `tools/list` and `tools/call`."""
+    tools = served_tools(target)
+    if not tools:
+        raise MCPError("serve was given no tools.")
+    listing = types.ListToolsResult(
+        tools=[
+            types.Tool(
+                name=tool.name,
+                description=tool.description.value or None,
+                input_schema=tool.parameters_schema,
+            )
+            for tool in tools.values()
+        ]
+    )
+
+    async def on_list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        return listing
+
+    async def on_call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        tool = tools.get(params.name)
+        if tool is None:
+            return _error(f"There is no tool named {params.name!r}. Tools: {', '.join(tools)}.")
+        with Session():
+            try:
+                result = await tool._run(params.arguments or {}, None)
+            except ToolError as exc:
+                return _error(str(exc))
+        return _result(result)
+
+    default = type(target).__name__ if isinstance(target, Module) else "promptimus"
+    return Server(name or default, on_list_tools=on_list_tools, on_call_tool=on_call_tool)
+
+
+def _error(text: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+
+
+def _result(result: Any) -> types.CallToolResult:
+    from ..tools.tool import tool_result_to_jsonable, tool_result_to_text
+
+    text = tool_result_to_text(result)
+    structured = tool_result_to_jsonable(result)
+    content = [types.TextContent(text=text)]
+    if isinstance(structured, dict):
+        return types.CallToolResult(content=content, structured_content=structured)
+    return types.CallToolResult(content=content)
+
+
+async def serve_async(
+    target: Target,
+    *,
+    name: str | None = None,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+) -> None:
+    """Serve until stopped (stdio: until the client closes the pipe)."""
+    server = build_server(target, name)
+    if transport == "stdio":
+        from mcp.server.stdio import stdio_server
+
+        async with stdio_server() as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+        return
+    if transport != "http":
+        raise MCPError(f"serve: transport must be 'stdio' or 'http', not {transport!r}.")
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
+    await uvicorn.Server(config).serve()
+
+
+def serve(
+    target: Target,
+    *,
+    name: str | None = None,
+    transport: Literal["stdio", "http"] = "stdio",
+    host: str = "127.0.0.1",
+    port: int = 8000,
+) -> None:
+    """Serve `target` over MCP (blocks). Over HTTP the endpoint is `http://host:port/mcp`."""
+    import anyio
+
+    anyio.run(lambda: serve_async(target, name=name, transport=transport, host=host, port=port))

@@ -1,0 +1,44 @@
+"""Targets for `python -m promptimus.mcp serve tests/mcp_servers/served_tools.py:<name>`."""
+
+from __future__ import annotations
+
+from promptimus import Module, Parameter
+from promptimus.tools.tool import Tool
+
+
+@Tool.decorate
+def add(a: int, b: int = 1) -> int:
+    """Add two numbers.
+
+    Args:
+        a: the first number.
+        b: the second number.
+    """
+    return a + b
+
+
+@Tool.decorate
+def fail(reason: str) -> str:
+    """Always fails."""
+    raise RuntimeError(f"broken: {reason}")
+
+
+class Greeter(Module):
+    """Greets someone with the configured greeting."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.greeting = Parameter("Hello")
+
+    async def forward(self, name: str) -> str:
+        """Greet someone.
+
+        Args:
+            name: who to greet.
+        """
+        return f"{self.greeting.value}, {name}!"
+
+
+tools = [add, fail]
+greeter = Greeter()
+named = {"hello": Greeter()}
