@@ -127,3 +127,15 @@ def test_cli_reports_a_missing_file() -> None:
         cwd=ROOT,
     )
     assert result.returncode == 2 and "No file 'no/such/file.py'" in result.stderr
+
+
+def test_the_mcp_example_runs() -> None:
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "mcp_tools.py")],
+        capture_output=True,
+        text=True,
+        timeout=BOUND * 2,
+        cwd=ROOT,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "units_convert" in result.stdout and "-> 69.8" in result.stdout
