@@ -42,6 +42,7 @@ def imported_after(code: str) -> list[str]:
         "from promptimus.tracing import track_usage, budget, conventions",
         "import promptimus.core.provider_calls",
         "import promptimus.mcp",
+        "import promptimus.mcp.serve_command",
         "import promptimus.tools.tool",
     ],
 )

@@ -139,3 +139,16 @@ def test_the_mcp_example_runs() -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "units_convert" in result.stdout and "-> 69.8" in result.stdout
+
+
+def test_promptimus_mcp_serve_command_reports_a_missing_object() -> None:
+    from promptimus.cli.main import main
+
+    assert main(["mcp", "serve", f"{TARGETS}:nothing_here"]) == 2
+
+
+async def test_promptimus_mcp_serve_command_serves_over_stdio() -> None:
+    code = "import sys; from promptimus.cli.main import main; sys.exit(main(sys.argv[1:]))"
+    args = ["-c", code, "mcp", "serve", f"{TARGETS}:tools"]
+    async with MCPToolset.stdio(sys.executable, args, cwd=str(ROOT)) as toolset:
+        assert await toolset.tool("add").call({"a": 1, "b": 2}) == "3"

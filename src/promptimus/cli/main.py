@@ -50,6 +50,11 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("input", metavar="INPUT", help='the request ("-" reads it from stdin)')
     chat = commands.add_parser("chat", help="talk to a module, one line per turn, with memory")
     _module_options(chat)
+    mcp = commands.add_parser("mcp", help="MCP: serve a module or tools as an MCP server")
+    mcp_commands = mcp.add_subparsers(dest="mcp_command", required=True, metavar="MCP_COMMAND")
+    from ..mcp.serve_command import add_serve_arguments
+
+    add_serve_arguments(mcp_commands.add_parser("serve", help="serve over stdio or --http"))
     return parser
 
 
@@ -62,6 +67,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .diff import diff
 
         return diff(args.a, args.b, sys.stdout)
+    if args.command == "mcp":
+        from ..mcp.serve_command import run_serve
+
+        return run_serve(args)
     from .prepared_module import prepare
 
     module = prepare(args.target, args.load, args.model)
