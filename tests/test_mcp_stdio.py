@@ -196,3 +196,14 @@ async def test_server_stderr_goes_to_a_logger(caplog: pytest.LogCaptureFixture) 
                 break
             await asyncio.sleep(0.05)
     assert any("shouting hi" in r.getMessage() for r in caplog.records)
+
+
+async def test_the_tool_list_is_refreshed_when_the_server_says_it_changed() -> None:
+    async with small() as toolset:
+        assert "extra" not in toolset.tools
+        await toolset.tool("grow").call({})
+        for _ in range(400):
+            if "extra" in toolset.tools:
+                break
+            await asyncio.sleep(0.05)
+        assert json.loads(await toolset.tool("extra").call({"text": "abc"})) == {"result": "cba"}

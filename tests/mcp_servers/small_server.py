@@ -9,7 +9,7 @@ import asyncio
 import os
 import sys
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("small")
 _counter = {"n": 0}
@@ -52,6 +52,19 @@ def shout(text: str) -> str:
     """Write to stderr, return the text in capitals."""
     print(f"shouting {text}", file=sys.stderr, flush=True)
     return text.upper()
+
+
+def extra(text: str) -> str:
+    """A tool added while the server runs."""
+    return text[::-1]
+
+
+@server.tool()
+async def grow(ctx: Context) -> str:
+    """Add the tool `extra` and tell the client its tool list changed."""
+    server.add_tool(extra)
+    await ctx.session.send_tool_list_changed()
+    return "grown"
 
 
 @server.tool()

@@ -80,6 +80,7 @@ class MCPToolset:
         self._tools: dict[str, MCPTool] = {}
         self._reconnect_lock: asyncio.Lock | None = None
         self._generation = 0
+        self._background: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ construction
 
@@ -216,7 +217,9 @@ class MCPToolset:
         """Refresh the tool list when the server says it changed."""
         method = getattr(getattr(message, "root", message), "method", None)
         if method == "notifications/tools/list_changed":
-            asyncio.get_running_loop().create_task(self._refresh_quietly())
+            task = asyncio.get_running_loop().create_task(self._refresh_quietly())
+            self._background.add(task)  # keep a reference until it ends
+            task.add_done_callback(self._background.discard)
 
     async def _refresh_quietly(self) -> None:
         with contextlib.suppress(Exception):
