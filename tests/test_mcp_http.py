@@ -11,16 +11,14 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from fake_llm import make_llm
 
 from promptimus.agents.react_agent import ToolCallingAgent
 from promptimus.errors import MCPError
-from promptimus.llms import OpenAILike
 from promptimus.mcp import MCPToolset
 from promptimus.testing import FakeOpenAIServer
-from promptimus.transport import RetryPolicy
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "small_server.py")
 BOUND = 60.0
@@ -71,19 +69,8 @@ def http_server() -> Iterator[tuple[str, int]]:
 
 
 @pytest.fixture
-def srv() -> Any:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-def make_llm(srv: FakeOpenAIServer) -> OpenAILike:
-    return OpenAILike(
-        "fake-model",
-        api_key=srv.api_key,
-        base_url=srv.base_url,
-        retry=RetryPolicy(max_retries=1, base_delay=0.001, max_delay=0.01),
-        timeout=5.0,
-    )
+def srv(fake_openai: FakeOpenAIServer) -> FakeOpenAIServer:
+    return fake_openai
 
 
 async def test_http_toolset_lists_and_calls(http_server: tuple[str, int]) -> None:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_llm import make_llm
 
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.errors import (
@@ -20,11 +21,9 @@ from promptimus.errors import (
     ToolExecutionError,
     ToolTimeout,
 )
-from promptimus.llms import OpenAILike
 from promptimus.mcp import MCPTool, MCPToolset
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.tools.tool import Tool
-from promptimus.transport import RetryPolicy
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "small_server.py")
 BOUND = 60.0
@@ -40,19 +39,8 @@ def add(a: int, b: int) -> int:
 
 
 @pytest.fixture
-def srv() -> Any:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-def make_llm(srv: FakeOpenAIServer) -> OpenAILike:
-    return OpenAILike(
-        "fake-model",
-        api_key=srv.api_key,
-        base_url=srv.base_url,
-        retry=RetryPolicy(max_retries=1, base_delay=0.001, max_delay=0.01),
-        timeout=5.0,
-    )
+def srv(fake_openai: FakeOpenAIServer) -> FakeOpenAIServer:
+    return fake_openai
 
 
 def tool_contents(request: dict[str, Any]) -> dict[str, str]:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_llm import make_llm
 from pydantic import BaseModel
 
 from promptimus import Session
@@ -16,13 +17,12 @@ from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.agents.run_record import capture_records
 from promptimus.dto import Message, MessageRole, Usage
 from promptimus.errors import FailedToParseOutput, MaxIterExceeded, OutputTruncated
-from promptimus.llms import OpenAILike, ScriptedLLM
+from promptimus.llms import ScriptedLLM
 from promptimus.modules.memory import ResetMemoryContext
 from promptimus.modules.structural import StructuralOutput
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.tools.run_context import RunContext
 from promptimus.tools.tool import Tool
-from promptimus.transport import RetryPolicy
 
 S = ScriptedLLM
 
@@ -366,19 +366,8 @@ def test_checkpoint_round_trip(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def srv() -> Any:
-    with FakeOpenAIServer() as server:
-        yield server
-
-
-def make_llm(srv: FakeOpenAIServer) -> OpenAILike:
-    return OpenAILike(
-        "fake-model",
-        api_key=srv.api_key,
-        base_url=srv.base_url,
-        retry=RetryPolicy(max_retries=1, base_delay=0.001, max_delay=0.01),
-        timeout=5.0,
-    )
+def srv(fake_openai: FakeOpenAIServer) -> FakeOpenAIServer:
+    return fake_openai
 
 
 async def test_tool_loop_over_http(srv: FakeOpenAIServer) -> None:
