@@ -4,13 +4,13 @@ digest is a pure function of the values."""
 from __future__ import annotations
 
 import copy
-import math
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from exact_values import same
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
@@ -27,19 +27,6 @@ TREE_SETTINGS = settings(
 class Box(Module):
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
         return None
-
-
-def same(a: Any, b: Any) -> bool:
-    """Exact equality: same types, -0.0 is not 0.0, nan equals nan, lists element by element."""
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 reference_like = st.builds(

@@ -4,7 +4,6 @@ key order survive, values stay exact, new keys are added and removed ones droppe
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from exact_values import same
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -251,18 +251,6 @@ def test_an_empty_existing_file_gets_the_fresh_layout(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------- property
-
-
-def same(a: Any, b: Any) -> bool:
-    if type(a) is not type(b):
-        return False
-    if isinstance(a, float):
-        if math.isnan(a) or math.isnan(b):
-            return math.isnan(a) and math.isnan(b)
-        return a == b and math.copysign(1.0, a) == math.copysign(1.0, b)
-    if isinstance(a, list):
-        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b, strict=True))
-    return bool(a == b)
 
 
 edge_text = st.sampled_from(
