@@ -10,6 +10,7 @@ Langfuse, Logfire, the console exporter...), promptimus instruments itself with 
 
 from __future__ import annotations
 
+import functools
 import os
 
 __all__ = ["AUTO_TRACING_ENV", "probe"]
@@ -20,7 +21,7 @@ AUTO_TRACING_ENV = "PROMPTIMUS_AUTO_TRACING"
 def probe() -> bool:
     """Instrument if a real global tracer provider is set; True once there is nothing left to
     decide (instrumented now or before, or switched off by the environment)."""
-    if os.environ.get(AUTO_TRACING_ENV, "").strip().lower() in {"0", "false", "off", "no"}:
+    if _switched_off():
         return True
     try:
         from opentelemetry import trace
@@ -34,3 +35,9 @@ def probe() -> bool:
     if spans.current() is None:
         spans.instrument()
     return True
+
+
+@functools.cache
+def _switched_off() -> bool:
+    # read once: the probe runs on every module call until a provider appears
+    return os.environ.get(AUTO_TRACING_ENV, "").strip().lower() in {"0", "false", "off", "no"}
