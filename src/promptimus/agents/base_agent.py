@@ -52,7 +52,7 @@ from .run_record import (
     recording,
 )
 
-__all__ = ["Act", "BaseAgent", "Final", "Retry", "RunResult", "RunState", "ToolInvocation"]
+__all__ = ["Act", "BaseAgent", "Final", "LoopState", "Retry", "RunResult", "ToolInvocation"]
 
 OutputT = TypeVar("OutputT")
 _NO_USAGE = Usage()
@@ -104,7 +104,7 @@ Decision = Final | Act | Retry
 
 
 @dataclass(slots=True)
-class RunState:
+class LoopState:
     """Per-run bookkeeping a subclass may use while interpreting replies: how many `Retry`s so
     far, the rejected outputs with their errors (for `FailedToParseOutput`), and the
     structured-output mode requests are sent in (see `StructuralOutput.mode_for`)."""
@@ -178,26 +178,26 @@ class BaseAgent(Module, Generic[OutputT]):
 
     # ------------------------------------------------------------------ subclass hooks
 
-    def _provider_kwargs(self, state: RunState | None = None) -> dict[str, Any]:
+    def _provider_kwargs(self, state: LoopState | None = None) -> dict[str, Any]:
         """Request options for every LLM call of a run (tools, response_format...)."""
         return {}
 
-    def _begin_run(self, llm: Any, state: RunState) -> None:
+    def _begin_run(self, llm: Any, state: LoopState) -> None:
         """Called once before a run's first LLM call (e.g. to pick the request mode)."""
 
-    def _on_rejected(self, llm: Any, error: RequestRejected, state: RunState) -> bool:
+    def _on_rejected(self, llm: Any, error: RequestRejected, state: LoopState) -> bool:
         """The server rejected a request (nothing was delivered). Return True after adapting
         `state` so the same step is sent again (e.g. with a weaker structured-output mode)."""
         return False
 
-    def _on_accepted(self, llm: Any, state: RunState) -> None:
+    def _on_accepted(self, llm: Any, state: LoopState) -> None:
         """The server answered a request sent as `state` describes."""
 
     def _variables(self, prompt_vars: dict[str, Any]) -> dict[str, Any]:
         """Template variables for the system prompt."""
         return prompt_vars
 
-    def _preamble(self, variables: dict[str, Any], state: RunState | None = None) -> list[Message]:
+    def _preamble(self, variables: dict[str, Any], state: LoopState | None = None) -> list[Message]:
         """Messages sent after the system prompt and before the conversation (not remembered)."""
         return []
 
@@ -207,7 +207,7 @@ class BaseAgent(Module, Generic[OutputT]):
         return None
 
     @abstractmethod
-    def _interpret(self, reply: Message, state: RunState) -> Decision:
+    def _interpret(self, reply: Message, state: LoopState) -> Decision:
         """What to do with a reply (may raise to end the run)."""
 
     @abstractmethod
@@ -319,7 +319,7 @@ class BaseAgent(Module, Generic[OutputT]):
         variables = self._variables(prompt_vars)
         prompt = predictor.prompt
         llm = prompt.llm
-        state = RunState()
+        state = LoopState()
         self._begin_run(llm, state)
         preamble = self._preamble(variables, state)
         provider_kwargs = self._provider_kwargs(state)
@@ -416,23 +416,36 @@ class BaseAgent(Module, Generic[OutputT]):
                 record=record,
                 handoff_view=self._handoff_view(),
             )
-            if len(calls) == 1:
-                records = [await self._call_tool(calls[0], tool_ctx)]
-                yield self._tool_event(records[0], index)
-            else:
-                tasks = [asyncio.ensure_future(self._call_tool(c, tool_ctx)) for c in calls]
-                try:
-                    for finished in asyncio.as_completed(tasks):
-                        yield self._tool_event(await finished, index)
-                finally:
-                    for task in tasks:
-                        task.cancel()
-                records = [task.result() for task in tasks]
+            records: list[ToolCallRecord] = []
+            async for event in self._execute_tools(calls, tool_ctx, index, records):
+                yield event
             step.tool_calls = records
             observations = self._observations(calls, records)
             conversation = [*conversation, *observations]
             keep.extend(observations)
             yield StepEnd(index, reply, step.usage, record.usage)
+
+    async def _execute_tools(
+        self,
+        calls: list[ToolInvocation],
+        ctx: RunContext[Any],
+        index: int,
+        records: list[ToolCallRecord],
+    ) -> AsyncIterator[ToolResultEvent | ToolErrorEvent]:
+        """Run one reply's tool calls concurrently, yielding an event as each finishes and
+        leaving their records in `records` in request order."""
+        if len(calls) == 1:
+            records.append(await self._call_tool(calls[0], ctx))
+            yield self._tool_event(records[0], index)
+            return
+        tasks = [asyncio.ensure_future(self._call_tool(c, ctx)) for c in calls]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                yield self._tool_event(await finished, index)
+        finally:
+            for task in tasks:
+                task.cancel()
+        records.extend(task.result() for task in tasks)
 
     async def _call_tool(self, call: ToolInvocation, ctx: RunContext[Any]) -> ToolCallRecord:
         started = time.perf_counter()

@@ -32,7 +32,7 @@ from ..errors import FailedToParseOutput, RequestRejected
 from ..modules.memory import Memory
 from ..modules.structural import StructuralOutput
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool
-from .base_agent import Act, BaseAgent, Decision, Final, Retry, RunState, ToolInvocation
+from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolInvocation
 from .nesting import DEFAULT_MAX_NESTING
 from .run_record import ToolCallRecord
 
@@ -88,7 +88,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         """The pydantic model of the final answer, or None (the original's attribute)."""
         return None if self._output is None else self._output.output_model
 
-    def _provider_kwargs(self, state: RunState | None = None) -> dict[str, Any]:
+    def _provider_kwargs(self, state: LoopState | None = None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         if len(self.tools):
             kwargs["tools"] = [tool.to_openai() for tool in self.tools.values()]  # type: ignore[attr-defined]
@@ -96,7 +96,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
             kwargs.update(self._output.provider_kwargs(state.response_format if state else None))
         return kwargs
 
-    def _preamble(self, variables: dict[str, Any], state: RunState | None = None) -> list[Message]:
+    def _preamble(self, variables: dict[str, Any], state: LoopState | None = None) -> list[Message]:
         output = self._output
         if output is None:
             return []
@@ -106,11 +106,11 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         return [extra] if extra is not None else []
 
     # structured output degrades like StructuralOutput.forward on servers that reject its format
-    def _begin_run(self, llm: Any, state: RunState) -> None:
+    def _begin_run(self, llm: Any, state: LoopState) -> None:
         if self._output is not None:
             state.response_format = self._output.mode_for(llm)
 
-    def _on_rejected(self, llm: Any, error: RequestRejected, state: RunState) -> bool:
+    def _on_rejected(self, llm: Any, error: RequestRejected, state: LoopState) -> bool:
         if self._output is None or state.response_format is None:
             return False
         weaker = self._output.fall_back(state.response_format, error)
@@ -119,11 +119,11 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         state.response_format = weaker
         return True
 
-    def _on_accepted(self, llm: Any, state: RunState) -> None:
+    def _on_accepted(self, llm: Any, state: LoopState) -> None:
         if self._output is not None and state.response_format is not None:
             self._output.accepted(llm, state.response_format)
 
-    def _interpret(self, reply: Message, state: RunState) -> Decision:
+    def _interpret(self, reply: Message, state: LoopState) -> Decision:
         if reply.tool_calls:
             calls = [
                 ToolInvocation(call.id, call.function.name, call.function.arguments)

@@ -19,7 +19,7 @@ from ..modules.memory import Memory
 from ..template import template_fields
 from ..tools.run_context import HandoffView
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, handoff_messages
-from .base_agent import Act, BaseAgent, Decision, Final, Retry, RunState, ToolInvocation
+from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolInvocation
 from .nesting import DEFAULT_MAX_NESTING
 from .react_parser import ReactAction, ReactAnswer, parse_react
 from .run_record import ToolCallRecord
@@ -128,7 +128,7 @@ class ToolCallingAgent(BaseAgent[Message]):
             out.append(message)
         return handoff_messages(out, include_tool_loop)
 
-    def _interpret(self, reply: Message, state: RunState) -> Decision:
+    def _interpret(self, reply: Message, state: LoopState) -> Decision:
         try:
             parsed = parse_react(reply.content)
         except ReactParseError as exc:
