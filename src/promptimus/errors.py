@@ -6,6 +6,7 @@ Messages say what went wrong *and* what to do about it.
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from ._lazy import deprecated_exports
 
@@ -468,3 +469,34 @@ class BudgetTooSmall(OptimizationError):
 
 class MCPError(PromptimusError):
     """An MCP server could not be started, reached or used (`promptimus.mcp`)."""
+
+
+# --- tool approval and resumable runs (promptimus.agents.run_state) ----------------------------
+
+
+class ApprovalRequired(PromptimusError):
+    """A run stopped because the model called a tool that needs a person's approval.
+
+    Raised by `agent(...)` / `agent.forward(...)`, which cannot return an output for a paused
+    run; `agent.run(...)` returns the paused result instead. `.result` is that `RunResult`
+    (`status="needs_approval"`, `.pending`, `.state`)."""
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class RunStateError(PromptimusError):
+    """A paused run's state cannot be resumed as given (see the subclasses)."""
+
+
+class RunStateMismatch(RunStateError):
+    """The state belongs to another agent (another class, path or set of tool names)."""
+
+
+class RunStateConsumed(RunStateError):
+    """The state was already resumed once; a paused run continues at most once."""
+
+
+class MissingApproval(RunStateError):
+    """A resume did not decide every pending tool call (or named an id that is not pending)."""

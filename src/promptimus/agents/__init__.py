@@ -8,7 +8,7 @@ from promptimus._lazy import lazy_exports
 
 _LAZY: dict[str, str] = {
     "BaseAgent": "base_agent",
-    "RunResult": "base_agent",
+    "RunResult": "run_result",
     "OpenaiToolCallingAgent": "openai_agent",
     "ToolCallingAgent": "react_agent",
     "DynamicPrompt": "dynamic_prompt",
@@ -20,6 +20,15 @@ _LAZY: dict[str, str] = {
     "ToolErrorEvent": "events",
     "StepEnd": "events",
     "FinalResult": "events",
+    "NeedsApproval": "events",
+    "StepContext": "step_hooks",
+    "StepUpdate": "step_hooks",
+    "RunState": "run_state",
+    "PendingToolCall": "run_state",
+    "ResumeLedger": "resume_ledger",
+    "ProcessResumeLedger": "resume_ledger",
+    "SQLiteResumeLedger": "resume_ledger",
+    "set_resume_ledger": "resume_ledger",
     "parse_react": "react_parser",
     "ReactAction": "react_parser",
     "ReactAnswer": "react_parser",
@@ -33,10 +42,11 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from .base_agent import BaseAgent as BaseAgent
-    from .base_agent import RunResult as RunResult
+    from .run_result import RunResult as RunResult
     from .dynamic_prompt import DynamicPrompt as DynamicPrompt
     from .events import AgentEvent as AgentEvent
     from .events import FinalResult as FinalResult
+    from .events import NeedsApproval as NeedsApproval
     from .events import ReasoningDelta as ReasoningDelta
     from .events import StepEnd as StepEnd
     from .events import TextDelta as TextDelta
@@ -51,9 +61,17 @@ if TYPE_CHECKING:
     from .run_record import RunRecord as RunRecord
     from .run_record import StepRecord as StepRecord
     from .run_record import ToolCallRecord as ToolCallRecord
+    from .resume_ledger import ProcessResumeLedger as ProcessResumeLedger
+    from .resume_ledger import ResumeLedger as ResumeLedger
+    from .resume_ledger import SQLiteResumeLedger as SQLiteResumeLedger
+    from .resume_ledger import set_resume_ledger as set_resume_ledger
     from .run_record import capture_records as capture_records
     from .run_record import current_record as current_record
     from .run_record import recording as recording
+    from .run_state import PendingToolCall as PendingToolCall
+    from .run_state import RunState as RunState
+    from .step_hooks import StepContext as StepContext
+    from .step_hooks import StepUpdate as StepUpdate
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

@@ -17,17 +17,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import time
 import warnings
 from abc import abstractmethod
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
 
 from ..core import Module, ModuleDict
+from ..core.hooks import RemovableHandle
 from ..core.provider_calls import provider_call, report_event
 from ..dto import Message, Usage
-from ..errors import InvalidArgument, MaxIterExceeded, RequestRejected, ToolError
+from ..errors import (
+    ApprovalRequired,
+    InvalidArgument,
+    MaxIterExceeded,
+    RequestRejected,
+    RunStateConsumed,
+    ToolError,
+)
 from ..llms.accumulator import MessageAccumulator
 from ..modules.memory import Memory, MemoryModule, as_messages
 from ..tools.run_context import HandoffView, RunContext
@@ -36,6 +45,7 @@ from .dynamic_prompt import DynamicPrompt
 from .events import (
     AgentEvent,
     FinalResult,
+    NeedsApproval,
     ReasoningDelta,
     StepEnd,
     TextDelta,
@@ -44,6 +54,7 @@ from .events import (
     ToolResultEvent,
 )
 from .nesting import DEFAULT_MAX_NESTING, check_max_nesting, nested_run
+from .resume_ledger import claim_resume
 from .run_record import (
     RunRecord,
     StepRecord,
@@ -51,18 +62,14 @@ from .run_record import (
     capture_records,
     recording,
 )
+from .run_result import RunResult
+from .run_state import Approval, PausedCall, RunState, denial_text
+from .step_hooks import StepContext, StepHook, StepPlan, plan_step
 
 __all__ = ["Act", "BaseAgent", "Final", "LoopState", "Retry", "RunResult", "ToolInvocation"]
 
 OutputT = TypeVar("OutputT")
 _NO_USAGE = Usage()
-
-
-class RunResult(NamedTuple, Generic[OutputT]):
-    """What `agent.run(...)` returns: the output (as `forward` would) and the run's record."""
-
-    output: OutputT
-    record: RunRecord
 
 
 @dataclass(slots=True)
@@ -120,6 +127,25 @@ class _End:
     error: BaseException | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class _ResumePlan:
+    """A checked and claimed resume: the paused state and a decision for each pending call."""
+
+    state: RunState
+    decisions: dict[str, Approval]
+
+
+def _resume_body(plan: _ResumePlan) -> Callable[..., Any]:
+    """What the module call path runs for a resumed `run` (where `forward` runs otherwise)."""
+
+    async def resumed(
+        agent: BaseAgent[Any], request: Any, deps: Any = None, **prompt_vars: Any
+    ) -> Any:
+        return await agent._drive(request, deps, prompt_vars, plan)
+
+    return resumed
+
+
 class BaseAgent(Module, Generic[OutputT]):
     """Shared machinery of `OpenaiToolCallingAgent` and `ToolCallingAgent`.
 
@@ -150,6 +176,8 @@ class BaseAgent(Module, Generic[OutputT]):
         self.tool_timeout = check_timeout(tool_timeout, "tool_timeout")
         self.max_nesting = check_max_nesting(max_nesting)
         self.tools = ModuleDict(toolset(tools))
+        self._step_hooks: dict[int, StepHook] = {}
+        self._step_hook_warned: set[tuple[int, str]] = set()
         if callable(prompt):
             self.predictor = MemoryModule(memory_size, shared_memory)
             self.predictor.prompt = DynamicPrompt(prompt, suffix=dynamic_suffix)
@@ -193,8 +221,11 @@ class BaseAgent(Module, Generic[OutputT]):
     def _on_accepted(self, llm: Any, state: LoopState) -> None:
         """The server answered a request sent as `state` describes."""
 
-    def _variables(self, prompt_vars: dict[str, Any]) -> dict[str, Any]:
-        """Template variables for the system prompt."""
+    def _variables(
+        self, prompt_vars: dict[str, Any], tools: list[Tool] | None = None
+    ) -> dict[str, Any]:
+        """Template variables for the system prompt (`tools`: the tools offered, when a step
+        hook narrowed them; None: all)."""
         return prompt_vars
 
     def _preamble(self, variables: dict[str, Any], state: LoopState | None = None) -> list[Message]:
@@ -218,6 +249,14 @@ class BaseAgent(Module, Generic[OutputT]):
 
     # ------------------------------------------------------------------ public API
 
+    def register_step_hook(self, hook: StepHook) -> RemovableHandle:
+        """Call `hook(ctx: StepContext)` (sync or async) before every LLM call of every run; it
+        may return a `StepUpdate` to change that step's tools, messages, system text or template
+        variables (see `promptimus.agents.step_hooks`). `.remove()` the handle to unregister."""
+        if not callable(hook):
+            raise InvalidArgument(f"A step hook must be callable, got {type(hook).__name__}.")
+        return RemovableHandle(self._step_hooks, hook)
+
     async def forward(
         self,
         request: str | Message | list[Message],
@@ -228,41 +267,59 @@ class BaseAgent(Module, Generic[OutputT]):
 
         `deps` reaches tools and dynamic prompts as `ctx.deps`; keyword arguments fill the
         system prompt template. Use `run(...)` to get the run record too, `stream(...)` for
-        events as they happen.
+        events as they happen. A run that pauses for tool approval cannot return an output
+        here: it raises `ApprovalRequired` (use `run(...)`, which returns the paused result).
         """
-        record = RunRecord()
-        with nested_run(self._where(), self.max_nesting), recording(record):
-            events = self._events(request, deps, prompt_vars, record, stream=False)
-            async with contextlib.aclosing(events):
-                async for _ in events:
-                    pass
-        return record.output  # type: ignore[no-any-return]
+        return await self._drive(request, deps, prompt_vars, None)  # type: ignore[no-any-return]
 
     async def run(
         self,
-        request: str | Message | list[Message],
+        request: str | Message | list[Message] | None = None,
         deps: Any = None,
+        *,
+        resume: RunState | None = None,
+        approvals: Mapping[str, Approval] | None = None,
         **prompt_vars: Any,
     ) -> RunResult[OutputT]:
-        """Like `forward` (through the same hooks), returning `RunResult(output, record)`."""
+        """Like `forward` (through the same hooks), returning a `RunResult`: `status`,
+        `output`, `record`, and for a run paused for approval `pending` and `state`.
+
+        Resume a paused run with `run(resume=result.state, approvals={id: decision})` (no
+        request): True runs the call, False or a reason denies it (the model is told, with the
+        reason). Pass `deps` and template variables again; they are not part of the state."""
+        plan = await self._resume_plan(request, resume, approvals)
         with capture_records(propagate=True) as runs:
-            output = await self.forward(request, deps, **prompt_vars)
+            try:
+                if plan is None:
+                    output = await self.forward(request, deps, **prompt_vars)  # type: ignore[arg-type]
+                else:
+                    output = await self._call(_resume_body(plan), (None, deps), prompt_vars)
+            except ApprovalRequired as paused:
+                if getattr(paused, "agent", None) is not self:
+                    raise
+                return paused.result  # type: ignore[no-any-return]
         return RunResult(output, runs[0] if runs else RunRecord(output=output))
 
     async def stream(
         self,
-        request: str | Message | list[Message],
+        request: str | Message | list[Message] | None = None,
         deps: Any = None,
+        *,
+        resume: RunState | None = None,
+        approvals: Mapping[str, Approval] | None = None,
         **prompt_vars: Any,
     ) -> AsyncIterator[AgentEvent]:
         """Run with a streaming LLM, yielding typed events (see `promptimus.agents.events`);
-        the last one is `FinalResult(output, record)`.
+        the last one is `FinalResult(output, record)`, or `NeedsApproval(pending, state,
+        record)` when the run paused for tool approval (resume with `resume=`/`approvals=`,
+        as for `run`).
 
         The run executes in its own task, so stopping the iteration early cancels it (the memory
         is then left unchanged). It goes through the same call path as `forward`: forward hooks
         and call interceptors see it (a pre-hook may change the arguments; an output a post-hook
         returns is the `FinalResult`'s output).
         """
+        plan = await self._resume_plan(request, resume, approvals)
         queue: asyncio.Queue[AgentEvent | _End] = asyncio.Queue()
         record = RunRecord()
 
@@ -270,9 +327,11 @@ class BaseAgent(Module, Generic[OutputT]):
             agent: BaseAgent[OutputT], request: Any, deps: Any = None, **prompt_vars: Any
         ) -> Any:
             with nested_run(agent._where(), agent.max_nesting), recording(record):
-                events = agent._events(request, deps, prompt_vars, record, stream=True)
+                events = agent._events(request, deps, prompt_vars, record, True, plan)
                 async with contextlib.aclosing(events):
                     async for event in events:
+                        if isinstance(event, NeedsApproval):
+                            raise agent._paused(event)
                         if not isinstance(event, FinalResult):  # sent after the post-hooks
                             queue.put_nowait(event)
             return record.output
@@ -280,6 +339,13 @@ class BaseAgent(Module, Generic[OutputT]):
         async def produce() -> None:
             try:
                 output = await self._call(body, (request, deps), prompt_vars)
+            except ApprovalRequired as paused:
+                result = paused.result
+                if getattr(paused, "agent", None) is not self or result is None:
+                    queue.put_nowait(_End(paused))
+                else:
+                    queue.put_nowait(NeedsApproval(result.pending, result.state, result.record))
+                    queue.put_nowait(_End())
             except Exception as exc:
                 queue.put_nowait(_End(exc))
             else:
@@ -301,30 +367,234 @@ class BaseAgent(Module, Generic[OutputT]):
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
 
+    # ------------------------------------------------------------------ pausing and resuming
+
+    async def _drive(
+        self,
+        request: Any,
+        deps: Any,
+        prompt_vars: dict[str, Any],
+        plan: _ResumePlan | None,
+    ) -> Any:
+        """Drain one run without streaming (`forward`, and `run` when resuming)."""
+        record = RunRecord()
+        event: AgentEvent | None = None
+        with nested_run(self._where(), self.max_nesting), recording(record):
+            events = self._events(request, deps, prompt_vars, record, False, plan)
+            async with contextlib.aclosing(events):
+                async for event in events:  # noqa: B007 - the last event tells how it ended
+                    pass
+        if isinstance(event, NeedsApproval):
+            raise self._paused(event)
+        return record.output
+
+    def _paused(self, event: NeedsApproval) -> ApprovalRequired:
+        result: RunResult[Any] = RunResult(
+            None, event.record, "needs_approval", event.pending, event.state
+        )
+        calls = ", ".join(f"{p.tool} (id {p.id!r})" for p in event.pending)
+        error = ApprovalRequired(
+            f"{self._where()} paused before running {calls}: the tool asks for a person's "
+            "approval. `agent(...)` cannot return an answer for a paused run; call "
+            "`result = await agent.run(...)`, show `result.pending` to a person, then "
+            "`await agent.run(resume=result.state, approvals={id: True | False | 'reason'})`.",
+            result=result,
+        )
+        error.agent = self  # type: ignore[attr-defined]
+        return error
+
+    async def _resume_plan(
+        self,
+        request: Any,
+        resume: RunState | None,
+        approvals: Mapping[str, Approval] | None,
+    ) -> _ResumePlan | None:
+        """Check a resume before anything runs, and claim the state (once only)."""
+        if resume is None:
+            if request is None:
+                raise InvalidArgument(
+                    f"{self._where()}: give a request, or resume=<a paused run's state>."
+                )
+            if approvals is not None:
+                raise InvalidArgument(
+                    f"{self._where()}: approvals= only applies with resume=<a paused run's state>."
+                )
+            return None
+        if not isinstance(resume, RunState):
+            raise InvalidArgument(
+                f"resume= takes the RunState of a paused run (`result.state`, or "
+                f"`RunState.from_json(text)`), got {type(resume).__name__}."
+            )
+        if request is not None:
+            raise InvalidArgument(
+                f"{self._where()}: a resumed run continues its own conversation; pass either a "
+                "request or resume=, not both."
+            )
+        resume.check_agent(self)
+        decisions = resume.decisions(approvals)
+        if not await claim_resume(resume.id):
+            raise RunStateConsumed(
+                f"The paused run {resume.id} was already resumed; a paused run continues once "
+                "(its approved tools must not run twice). Use the state of the latest result."
+            )
+        return _ResumePlan(resume, decisions)
+
+    async def _finish_paused(
+        self,
+        plan: _ResumePlan,
+        deps: Any,
+        record: RunRecord,
+        conversation: list[Message],
+        done: list[ToolCallRecord],
+    ) -> AsyncIterator[AgentEvent]:
+        """Run the approved calls of the paused step, deny the others, leaving the step's
+        records (in request order) in `done`."""
+        saved = plan.state
+        paused = record.steps[-1]
+        index = paused.index
+        records = list(paused.tool_calls)
+        approved: list[tuple[int, ToolInvocation]] = []
+        for call in saved.paused:
+            decision = plan.decisions[call.approval_id]
+            if decision is True:
+                approved.append(
+                    (
+                        call.position,
+                        ToolInvocation(call.call_id, call.name, call.arguments, call.parsed),
+                    )
+                )
+                continue
+            denied = ToolCallRecord(call.call_id, call.name, call.arguments, approval="denied")
+            denied.error = denial_text(call.name, decision)
+            records[call.position] = denied
+            yield self._tool_event(denied, index)
+        if approved:
+            tool_ctx: RunContext[Any] = RunContext(
+                deps=deps,
+                messages=conversation,
+                step=index,
+                usage=record.usage,
+                record=record,
+                handoff_view=self._handoff_view(),
+            )
+            ran: list[ToolCallRecord] = []
+            async for event in self._execute_tools([c for _, c in approved], tool_ctx, index, ran):
+                yield event
+            for (position, _), entry in zip(approved, ran, strict=True):
+                entry.approval = "approved"
+                records[position] = entry
+        paused.tool_calls = records
+        done.extend(records)
+
+    async def _screen(
+        self,
+        calls: list[ToolInvocation],
+        ctx: RunContext[Any],
+        offered: list[str] | None,
+        approval: bool,
+    ) -> tuple[list[ToolInvocation], dict[int, ToolCallRecord], list[PausedCall]]:
+        """Split a reply's calls into those to run now, those answered without running (a tool
+        not offered at this step, a call waiting for approval) and the paused ones."""
+        runnable: list[ToolInvocation] = []
+        answered: dict[int, ToolCallRecord] = {}
+        paused: list[PausedCall] = []
+        ids: set[str] = set()
+        for position, call in enumerate(calls):
+            if offered is not None and call.name not in offered:
+                names = ", ".join(offered) or "none"
+                answered[position] = ToolCallRecord(
+                    call.id,
+                    call.name,
+                    call.arguments,
+                    error=f"The tool {call.name!r} is not available at this step. Available "
+                    f"tools: {names}.",
+                )
+                continue
+            tool = self.tools.get(call.name) if approval else None
+            if isinstance(tool, Tool) and tool.may_need_approval:
+                arguments = call.parsed if call.parsed is not None else call.arguments
+                if await tool.needs_approval(arguments, ctx.for_tool_call(call.id)):
+                    key = (
+                        call.id if call.id and call.id not in ids else f"call_{ctx.step}_{position}"
+                    )
+                    ids.add(key)
+                    answered[position] = ToolCallRecord(
+                        call.id, call.name, call.arguments, approval="pending"
+                    )
+                    paused.append(
+                        PausedCall(key, position, call.id, call.name, call.arguments, call.parsed)
+                    )
+                    continue
+            runnable.append(call)
+        return runnable, answered, paused
+
+    # ------------------------------------------------------------------ per-step hooks
+
+    async def _plan_step(
+        self,
+        index: int,
+        conversation: list[Message],
+        system: Message,
+        deps: Any,
+        record: RunRecord,
+    ) -> StepPlan:
+        ctx: StepContext[Any] = StepContext(
+            index, list(conversation), self.tool_names(), system.content, deps, record
+        )
+        return await plan_step(self._step_hooks, ctx, ctx.tool_names, self._step_hook_warned)
+
+    def _step_provider_kwargs(self, kwargs: dict[str, Any], tools: list[Tool]) -> dict[str, Any]:
+        """Request options for a step that offers only `tools` (a native agent narrows
+        `tools`; a text protocol lists them in its prompt instead, see `_variables`)."""
+        return kwargs
+
     # ------------------------------------------------------------------ the loop
 
     async def _events(
         self,
-        request: str | Message | list[Message],
+        request: str | Message | list[Message] | None,
         deps: Any,
         prompt_vars: dict[str, Any],
         record: RunRecord,
         stream: bool,
+        resume: _ResumePlan | None = None,
     ) -> AsyncIterator[AgentEvent]:
         predictor = self.predictor
         memory = predictor.memory
-        new = as_messages(request, predictor.new_message_role)
-        conversation = [*memory.data, *new]
-        keep = list(new)  # what the memory gains if the run succeeds
         variables = self._variables(prompt_vars)
         prompt = predictor.prompt
         llm = prompt.llm
         state = LoopState()
         self._begin_run(llm, state)
+        if resume is None:
+            new = as_messages(request, predictor.new_message_role)  # type: ignore[arg-type]
+            conversation = [*memory.data, *new]
+            keep = list(new)  # what the memory gains if the run succeeds
+            steps = 0
+        else:
+            saved = resume.state
+            conversation, keep, steps = list(saved.conversation), list(saved.keep), saved.steps
+            state.retries, state.rejected, state.errors = (
+                saved.retries,
+                list(saved.rejected),
+                list(saved.errors),
+            )
+            *earlier, last = saved.record.steps
+            record.steps.extend([*earlier, dataclasses.replace(last)])
+            records: list[ToolCallRecord] = []
+            async for event in self._finish_paused(resume, deps, record, conversation, records):
+                yield event
+            calls = [ToolInvocation(r.id, r.name, r.arguments) for r in records]
+            observations = self._observations(calls, records)
+            conversation = [*conversation, *observations]
+            keep.extend(observations)
+            step = record.steps[-1]
+            yield StepEnd(step.index, step.reply, step.usage, record.usage)
         preamble = self._preamble(variables, state)
         provider_kwargs = self._provider_kwargs(state)
         dynamic = isinstance(prompt, DynamicPrompt)
-        steps = 0
+        hooks = self._step_hooks
+        approval = any(t.may_need_approval for t in self.tools.values())  # type: ignore[attr-defined]
         while True:
             if steps >= self.max_steps:
                 raise MaxIterExceeded(
@@ -337,27 +607,49 @@ class BaseAgent(Module, Generic[OutputT]):
             ctx: RunContext[Any] = RunContext(
                 deps=deps, messages=conversation, step=index, usage=record.usage, record=record
             )
+            instructions = ""
             if dynamic:
-                system = await prompt.system_message(ctx, **variables)  # type: ignore[union-attr]
+                instructions = await prompt.instructions(ctx)  # type: ignore[union-attr]
+                system = prompt.compose(instructions, variables)  # type: ignore[union-attr]
             else:
                 system = prompt.render(None, **variables)[0]  # type: ignore[union-attr]
             history = [*preamble, *conversation] if preamble else conversation
+            step_vars, step_kwargs, offered, replaced = variables, provider_kwargs, None, False
+            if hooks:
+                plan = await self._plan_step(index, conversation, system, deps, record)
+                if plan.messages is not None:
+                    history = [*preamble, *plan.messages]
+                active: list[Tool] | None = None
+                if plan.active is not None:
+                    offered = plan.active
+                    active = [self.tools[name] for name in offered]  # type: ignore[misc]
+                    step_kwargs = self._step_provider_kwargs(provider_kwargs, active)
+                if plan.variables is not None or active is not None:
+                    step_vars = self._variables({**prompt_vars, **(plan.variables or {})}, active)
+                if plan.system is not None:
+                    system = Message(role=system.role, content=plan.system)
+                    replaced = True
+                elif step_vars != variables:
+                    if dynamic:
+                        system = prompt.compose(instructions, step_vars)  # type: ignore[union-attr]
+                    else:
+                        system = prompt.render(None, **step_vars)[0]  # type: ignore[union-attr]
             sent = [system, *history]
             accumulator = MessageAccumulator()
             try:
                 if stream:
-                    template = None if dynamic else prompt.prompt.value  # type: ignore[union-attr]
+                    template = None if dynamic or replaced else prompt.prompt.value  # type: ignore[union-attr]
                     async with provider_call(
                         "llm",
                         prompt,
                         llm,
                         sent,
-                        provider_kwargs,
+                        step_kwargs,
                         template=template,
-                        variables=variables,
+                        variables=step_vars,
                         stream=True,
                     ) as call:
-                        async for delta in llm.astream(sent, **provider_kwargs):
+                        async for delta in llm.astream(sent, **step_kwargs):
                             accumulator.add(delta)
                             if delta.reasoning:
                                 yield ReasoningDelta(delta.reasoning, index)
@@ -366,9 +658,15 @@ class BaseAgent(Module, Generic[OutputT]):
                         # a stream that ended without a finish_reason was cut off: never an answer
                         reply = call.output = accumulator.finish(f"a call to {llm!r}")
                 elif dynamic:
-                    reply = await prompt.forward(history, provider_kwargs, system=system)
+                    reply = await prompt.forward(history, step_kwargs, system=system)
+                elif replaced:
+                    sent = [system, *prompt.render(None, **step_vars)[1:], *history]  # type: ignore[union-attr]
+                    async with provider_call(
+                        "llm", prompt, llm, sent, step_kwargs, variables=step_vars
+                    ) as call:
+                        reply = call.output = await llm.achat(sent, **step_kwargs)
                 else:
-                    reply = await prompt.forward(history, provider_kwargs, **variables)
+                    reply = await prompt.forward(history, step_kwargs, **step_vars)
             except RequestRejected as exc:
                 if accumulator.chunks or not self._on_rejected(llm, exc, state):
                     raise
@@ -376,7 +674,7 @@ class BaseAgent(Module, Generic[OutputT]):
                 provider_kwargs = self._provider_kwargs(state)
                 continue
             self._on_accepted(llm, state)
-            step = StepRecord(index, sent, reply, [], reply.usage or _NO_USAGE)
+            step = StepRecord(index, sent, reply, [], reply.usage or _NO_USAGE, offered)
             record.steps.append(step)
             steps += 1
             decision = self._interpret(reply, state)
@@ -416,9 +714,38 @@ class BaseAgent(Module, Generic[OutputT]):
                 record=record,
                 handoff_view=self._handoff_view(),
             )
-            records: list[ToolCallRecord] = []
-            async for event in self._execute_tools(calls, tool_ctx, index, records):
-                yield event
+            records = []
+            if offered is None and not approval:
+                async for event in self._execute_tools(calls, tool_ctx, index, records):
+                    yield event
+            else:
+                runnable, answered, paused = await self._screen(calls, tool_ctx, offered, approval)
+                for entry in answered.values():
+                    if entry.approval is None:
+                        yield self._tool_event(entry, index)
+                ran: list[ToolCallRecord] = []
+                async for event in self._execute_tools(runnable, tool_ctx, index, ran):
+                    yield event
+                results = iter(ran)
+                records = [
+                    answered[p] if p in answered else next(results) for p in range(len(calls))
+                ]
+                if paused:
+                    step.tool_calls = records
+                    saved = RunState.new(
+                        self,
+                        step=index,
+                        steps=steps,
+                        conversation=conversation,
+                        keep=keep,
+                        record=record,
+                        paused=paused,
+                        retries=state.retries,
+                        rejected=list(state.rejected),
+                        errors=list(state.errors),
+                    )
+                    yield NeedsApproval(saved.pending, saved, record)
+                    return
             step.tool_calls = records
             observations = self._observations(calls, records)
             conversation = [*conversation, *observations]

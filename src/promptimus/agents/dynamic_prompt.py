@@ -49,6 +49,10 @@ class DynamicPrompt(Module):
             self.suffix = Parameter(suffix)
 
     async def system_message(self, ctx: RunContext[Any], **variables: Any) -> Message:
+        return self.compose(await self.instructions(ctx), variables)
+
+    async def instructions(self, ctx: RunContext[Any]) -> str:
+        """The callable's text for `ctx` (without the suffix)."""
         text = self._fn(ctx)
         if inspect.isawaitable(text):
             text = await text
@@ -57,6 +61,10 @@ class DynamicPrompt(Module):
                 f"The dynamic prompt {getattr(self._fn, '__name__', self._fn)!r} returned "
                 f"{type(text).__name__}; it must return the prompt text (str)."
             )
+        return text
+
+    def compose(self, text: str, variables: dict[str, Any]) -> Message:
+        """The system message: `text` and then the suffix filled with `variables`."""
         suffix = self._parameters.get("suffix")
         if suffix is not None and suffix.is_set:
             where = f"DynamicPrompt {self.path!r} suffix"

@@ -3,7 +3,9 @@
 One step (one LLM call) yields, in order: `ReasoningDelta` / `TextDelta` pieces as the reply
 streams in, one `ToolCallEvent` per tool call the reply asks for (in request order), one
 `ToolResultEvent` or `ToolErrorEvent` per call as each finishes (in completion order; match them
-by `id`), then `StepEnd`. The run ends with exactly one `FinalResult`.
+by `id`), then `StepEnd`. The run ends with exactly one `FinalResult` — or, when the model called
+a tool that needs approval, with one `NeedsApproval` (the paused step gets its `StepEnd` when the
+run is resumed).
 
     async for event in agent.stream("What is 2 + 2?"):
         match event:
@@ -24,10 +26,12 @@ from ..dto import Message, Usage
 
 if TYPE_CHECKING:
     from .run_record import RunRecord
+    from .run_state import PendingToolCall, RunState
 
 __all__ = [
     "AgentEvent",
     "FinalResult",
+    "NeedsApproval",
     "ReasoningDelta",
     "StepEnd",
     "TextDelta",
@@ -107,6 +111,16 @@ class FinalResult(Generic[OutputT]):
     record: RunRecord
 
 
+@dataclass(frozen=True, slots=True)
+class NeedsApproval:
+    """The run paused: the model called tools that need a person's approval (`pending`).
+    Resume with `agent.stream(resume=state, approvals={...})` or `agent.run(...)`."""
+
+    pending: list[PendingToolCall]
+    state: RunState
+    record: RunRecord
+
+
 AgentEvent: TypeAlias = (
     TextDelta
     | ReasoningDelta
@@ -115,4 +129,5 @@ AgentEvent: TypeAlias = (
     | ToolErrorEvent
     | StepEnd
     | FinalResult[Any]
+    | NeedsApproval
 )

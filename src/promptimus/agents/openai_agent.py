@@ -96,6 +96,12 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
             kwargs.update(self._output.provider_kwargs(state.response_format if state else None))
         return kwargs
 
+    def _step_provider_kwargs(self, kwargs: dict[str, Any], tools: list[Tool]) -> dict[str, Any]:
+        narrowed = {key: value for key, value in kwargs.items() if key != "tools"}
+        if tools:
+            narrowed["tools"] = [tool.to_openai() for tool in tools]
+        return narrowed
+
     def _preamble(self, variables: dict[str, Any], state: LoopState | None = None) -> list[Message]:
         output = self._output
         if output is None:

@@ -94,8 +94,11 @@ class ToolCallingAgent(BaseAgent[Message]):
         )
         self.observation_role = _observation_role(observation_role)
 
-    def _variables(self, prompt_vars: dict[str, Any]) -> dict[str, Any]:
-        tools = list(self.tools.values())
+    def _variables(
+        self, prompt_vars: dict[str, Any], tools: list[Tool] | None = None
+    ) -> dict[str, Any]:
+        if tools is None:
+            tools = list(self.tools.values())  # type: ignore[arg-type]
         return {
             "tool_desc": "\n".join(t.describe_for_prompt() for t in tools) or "(no tools)",  # type: ignore[attr-defined]
             "tool_names": ", ".join(t.name for t in tools) or "(none)",  # type: ignore[attr-defined]

@@ -53,6 +53,9 @@ class ToolCallRecord:
     error: str | None = None
     duration_s: float = 0.0
     children: list[RunRecord] = field(default_factory=list)
+    approval: str | None = None
+    """For a tool that asks for approval: "pending" while the run waits, then "approved" or
+    "denied"; None for calls that needed none."""
 
     @property
     def child(self) -> RunRecord | None:
@@ -69,7 +72,22 @@ class ToolCallRecord:
             "error": self.error,
             "duration_s": self.duration_s,
             "children": [child.to_dict() for child in self.children],
+            **({"approval": self.approval} if self.approval is not None else {}),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCallRecord:
+        """The inverse of `to_dict` (a sub-agent's output comes back in its JSON form)."""
+        return cls(
+            data["id"],
+            data["name"],
+            data["arguments"],
+            data.get("result"),
+            data.get("error"),
+            data.get("duration_s", 0.0),
+            [RunRecord.from_dict(child) for child in data.get("children", [])],
+            data.get("approval"),
+        )
 
 
 @dataclass(slots=True)
@@ -81,6 +99,9 @@ class StepRecord:
     reply: Message
     tool_calls: list[ToolCallRecord] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
+    tools: list[str] | None = None
+    """The tool names offered at this step when a step hook narrowed them; None: all of the
+    agent's tools."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (see `RunRecord.to_dict`)."""
@@ -90,7 +111,20 @@ class StepRecord:
             "reply": _message_dict(self.reply),
             "tool_calls": [call.to_dict() for call in self.tool_calls],
             "usage": self.usage.model_dump(mode="json"),
+            **({"tools": list(self.tools)} if self.tools is not None else {}),
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepRecord:
+        """The inverse of `to_dict`."""
+        return cls(
+            data["index"],
+            [Message.model_validate(message) for message in data["request"]],
+            Message.model_validate(data["reply"]),
+            [ToolCallRecord.from_dict(call) for call in data.get("tool_calls", [])],
+            Usage.model_validate(data.get("usage", {})),
+            data.get("tools"),
+        )
 
 
 @dataclass(slots=True)
@@ -126,6 +160,14 @@ class RunRecord:
             "usage": self.usage.model_dump(mode="json"),
             "steps": [step.to_dict() for step in self.steps],
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        """The inverse of `to_dict`: the steps come back whole; `output` in its JSON form
+        (a model instance as a dict), since `to_dict` keeps no type."""
+        return cls(
+            [StepRecord.from_dict(step) for step in data.get("steps", [])], data.get("output")
+        )
 
 
 def _message_dict(message: Message) -> dict[str, Any]:

@@ -188,6 +188,26 @@ class CompositeTool(Tool):
                 results.append({"name": call.name, "result": tool_result_to_jsonable(result)})
         return {"results": results}
 
+    @property
+    def may_need_approval(self) -> bool:
+        return any(tool.may_need_approval for tool in self._sub_tools())
+
+    async def needs_approval(
+        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None = None
+    ) -> bool:
+        """A composite call needs approval when any of its sub-calls does, so wrapping a tool
+        in a composite never skips the approval the tool asks for."""
+        try:
+            values = self._schema.validate(arguments, self._name)
+        except ToolArgumentsError:
+            return False
+        for raw in values.get("calls", []):
+            call = SubCall.model_validate(raw)
+            tool = self.tools.get(call.name)
+            if isinstance(tool, Tool) and await tool.needs_approval(call.args, ctx):
+                return True
+        return False
+
     async def _run(
         self,
         arguments: str | dict[str, Any] | None,

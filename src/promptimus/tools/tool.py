@@ -41,9 +41,9 @@ import math
 import re
 import sys
 import warnings
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Protocol, overload, runtime_checkable
+from typing import Annotated, Any, Protocol, TypeAlias, overload, runtime_checkable
 
 import pydantic_core
 from pydantic import Field
@@ -86,6 +86,9 @@ __all__ = [
 
 _NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
+ApprovalCheck: TypeAlias = Callable[[RunContext[Any], dict[str, Any]], bool | Awaitable[bool]]
+"""`fn(ctx, arguments) -> bool` (sync or async): does this call need a person's approval?"""
+
 DEFAULT_TOOL_TIMEOUT = 300.0
 """Seconds an agent waits for a tool call when neither the tool nor the agent sets a timeout."""
 
@@ -113,6 +116,15 @@ def check_timeout(value: Any, what: str) -> float | None:
             f"{what} must be a positive number of seconds or None, got {value!r}."
         )
     return float(value)
+
+
+def _check_approval(value: Any) -> bool | ApprovalCheck:
+    if isinstance(value, bool) or callable(value):
+        return value  # type: ignore[no-any-return]
+    raise InvalidArgument(
+        f"requires_approval must be True, False or a function (ctx, arguments) -> bool, got "
+        f"{value!r}."
+    )
 
 
 def _seconds(value: float) -> str:
@@ -270,9 +282,14 @@ class Tool(Module):
     is injected by the agent and not shown to the model. See `Tool.from_module` for sub-agents.
     `timeout` (seconds) bounds each call the model makes; None leaves it to the caller (an
     agent's `tool_timeout`). See the module docstring for what a timeout does to a sync tool.
+
+    `requires_approval`: True, or `fn(ctx, arguments) -> bool` (sync or async; `arguments` are
+    the validated arguments by name), makes an agent pause before running such a call until a
+    person approves or denies it (see `BaseAgent.run`'s `resume=` and `approvals=`).
     """
 
     _schema: FunctionSchema
+    _requires_approval: bool | ApprovalCheck = False  # a subclass that skips __init__ needs none
 
     def __init__(
         self,
@@ -283,9 +300,11 @@ class Tool(Module):
         handoff_history: bool = False,
         handoff_include_tool_loop: bool = False,
         timeout: float | None = None,
+        requires_approval: bool | ApprovalCheck = False,
     ) -> None:
         super().__init__()
         self.timeout = check_timeout(timeout, "Tool timeout")
+        self._requires_approval = _check_approval(requires_approval)
         if isinstance(fn, Module):
             module, fn = fn, fn.forward
         if not callable(fn):
@@ -385,6 +404,7 @@ class Tool(Module):
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        requires_approval: bool | ApprovalCheck = False,
     ) -> Callable[[Callable[..., Any]], Tool]: ...
 
     @classmethod
@@ -396,11 +416,19 @@ class Tool(Module):
         name: str | None = None,
         description: str | None = None,
         timeout: float | None = None,
+        requires_approval: bool | ApprovalCheck = False,
     ) -> Tool | Callable[[Callable[..., Any]], Tool]:
-        """`@Tool.decorate` or `@Tool.decorate(name=..., description=..., timeout=...)`."""
+        """`@Tool.decorate` or `@Tool.decorate(name=..., description=..., timeout=...,
+        requires_approval=...)`."""
+        options: dict[str, Any] = {
+            "name": name,
+            "description": description,
+            "timeout": timeout,
+            "requires_approval": requires_approval,
+        }
         if fn is None:
-            return lambda f: cls(f, name=name, description=description, timeout=timeout)
-        return cls(fn, name=name, description=description, timeout=timeout)
+            return lambda f: cls(f, **options)
+        return cls(fn, **options)
 
     @classmethod
     def from_module(
@@ -411,6 +439,7 @@ class Tool(Module):
         handoff_history: bool = False,
         handoff_include_tool_loop: bool = False,
         timeout: float | None = None,
+        requires_approval: bool | ApprovalCheck = False,
     ) -> Tool:
         """Use a module (typically an agent) as a tool.
 
@@ -433,6 +462,7 @@ class Tool(Module):
             handoff_history=handoff_history,
             handoff_include_tool_loop=handoff_include_tool_loop,
             timeout=timeout,
+            requires_approval=requires_approval,
         )
 
     @classmethod
@@ -451,6 +481,43 @@ class Tool(Module):
     def parameters_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments (shared: do not mutate)."""
         return self._schema.parameters
+
+    @property
+    def requires_approval(self) -> bool | ApprovalCheck:
+        """True, False, or the function that decides per call (see the class docstring)."""
+        return self._requires_approval
+
+    @property
+    def may_need_approval(self) -> bool:
+        """Whether any call of this tool can need approval (agents skip the check otherwise)."""
+        return self._requires_approval is not False
+
+    async def needs_approval(
+        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None = None
+    ) -> bool:
+        """Whether this call (the model's arguments, JSON text or dict) must wait for approval.
+
+        Arguments that fail validation never need it: such a call runs nothing and its error
+        goes back to the model. A `requires_approval` function must return a bool (a function
+        that forgets to return would otherwise let every call through)."""
+        check = self._requires_approval
+        if check is False:
+            return False
+        try:
+            values = self._schema.validate(arguments, self._name)
+        except ToolArgumentsError:
+            return False
+        if check is True:
+            return True
+        answer = check(ctx if ctx is not None else RunContext(), values)
+        if inspect.isawaitable(answer):
+            answer = await answer
+        if not isinstance(answer, bool):
+            raise InvalidArgument(
+                f"Tool {self._name!r}: its requires_approval function returned "
+                f"{type(answer).__name__}; it must return True (ask a person) or False (run)."
+            )
+        return answer
 
     @property
     def is_module_tool(self) -> bool:
@@ -497,7 +564,8 @@ class Tool(Module):
 
     def extra_repr(self) -> str:
         timeout = f", timeout={self.timeout:g}" if self.timeout is not None else ""
-        return f"name={self._name!r}{timeout}"
+        approval = ", requires_approval" if self._requires_approval is not False else ""
+        return f"name={self._name!r}{timeout}{approval}"
 
     # ------------------------------------------------------------------ calling
 

@@ -1,0 +1,76 @@
+"""`RunResult`: what `agent.run(...)` returns — a finished run, or one paused for approval."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from ..errors import ApprovalRequired
+
+if TYPE_CHECKING:
+    from .run_record import RunRecord
+    from .run_state import PendingToolCall, RunState
+
+__all__ = ["RunResult", "RunStatus"]
+
+OutputT = TypeVar("OutputT")
+
+RunStatus = Literal["completed", "needs_approval"]
+
+
+class RunResult(Generic[OutputT]):
+    """The result of `agent.run(...)`.
+
+    - `status`: "completed", or "needs_approval" when the run paused before tool calls that
+      need a person's approval.
+    - `output`: what `forward` returns (completed runs only: reading it on a paused run raises
+      `ApprovalRequired`, so a paused run is never mistaken for an answer).
+    - `record`: the run's `RunRecord` (so far, when paused).
+    - `pending`: the calls waiting for approval (`id`, `tool`, `arguments`); empty when completed.
+    - `state`: the `RunState` to resume with; None when completed.
+
+    A completed result unpacks like the pair it used to be: `output, record = await agent.run(...)`.
+    """
+
+    __slots__ = ("_output", "pending", "record", "state", "status")
+
+    def __init__(
+        self,
+        output: OutputT,
+        record: RunRecord,
+        status: RunStatus = "completed",
+        pending: list[PendingToolCall] | None = None,
+        state: RunState | None = None,
+    ) -> None:
+        self._output = output
+        self.record = record
+        self.status: RunStatus = status
+        self.pending: list[PendingToolCall] = pending or []
+        self.state = state
+
+    @property
+    def output(self) -> OutputT:
+        if self.status != "completed":
+            names = ", ".join(f"{p.tool} ({p.id})" for p in self.pending)
+            raise ApprovalRequired(
+                f"The run has no output yet: it paused for approval of {names}. Check "
+                "`result.status` first; resume with `agent.run(resume=result.state, "
+                "approvals={id: True | False | 'reason'})`.",
+                result=self,
+            )
+        return self._output
+
+    def __iter__(self) -> Iterator[Any]:
+        yield self.output
+        yield self.record
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index: int) -> Any:
+        return (self.output, self.record)[index]
+
+    def __repr__(self) -> str:
+        if self.status == "completed":
+            return f"RunResult(status='completed', output={self._output!r})"
+        return f"RunResult(status={self.status!r}, pending={self.pending!r})"
