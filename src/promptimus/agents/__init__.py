@@ -42,7 +42,6 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from .base_agent import BaseAgent as BaseAgent
-    from .run_result import RunResult as RunResult
     from .dynamic_prompt import DynamicPrompt as DynamicPrompt
     from .events import AgentEvent as AgentEvent
     from .events import FinalResult as FinalResult
@@ -58,16 +57,17 @@ if TYPE_CHECKING:
     from .react_parser import ReactAction as ReactAction
     from .react_parser import ReactAnswer as ReactAnswer
     from .react_parser import parse_react as parse_react
-    from .run_record import RunRecord as RunRecord
-    from .run_record import StepRecord as StepRecord
-    from .run_record import ToolCallRecord as ToolCallRecord
     from .resume_ledger import ProcessResumeLedger as ProcessResumeLedger
     from .resume_ledger import ResumeLedger as ResumeLedger
     from .resume_ledger import SQLiteResumeLedger as SQLiteResumeLedger
     from .resume_ledger import set_resume_ledger as set_resume_ledger
+    from .run_record import RunRecord as RunRecord
+    from .run_record import StepRecord as StepRecord
+    from .run_record import ToolCallRecord as ToolCallRecord
     from .run_record import capture_records as capture_records
     from .run_record import current_record as current_record
     from .run_record import recording as recording
+    from .run_result import RunResult as RunResult
     from .run_state import PendingToolCall as PendingToolCall
     from .run_state import RunState as RunState
     from .step_hooks import StepContext as StepContext
