@@ -11,6 +11,12 @@ build the very same messages, records and memory.
 Conversation state lives in `predictor` (a `MemoryModule`): per `Session`, and committed only when
 a run succeeds, in one piece (request, tool loop, answer), so concurrent runs never interleave and
 a failed run leaves the memory as it was.
+
+Steering: step hooks (`register_step_hook`, see `step_hooks.py`) may change what one LLM call
+sends. Tools with `requires_approval` pause a run before they execute: the loop hands back a
+`RunState` (see `run_state.py`) and `run(resume=..., approvals=...)` finishes the paused step
+and goes on, so a paused and resumed run sends, records and remembers what an uninterrupted one
+would. Neither costs more than a falsy check when unused.
 """
 
 from __future__ import annotations
@@ -287,7 +293,7 @@ class BaseAgent(Module, Generic[OutputT]):
         Resume a paused run with `run(resume=result.state, approvals={id: decision})` (no
         request): True runs the call, False or a reason denies it (the model is told, with the
         reason). Pass `deps` and template variables again; they are not part of the state."""
-        plan = await self._resume_plan(request, resume, approvals)
+        plan = await self._resume_plan(request, resume, approvals, prompt_vars)
         with capture_records(propagate=True) as runs:
             try:
                 if plan is None:
@@ -319,7 +325,7 @@ class BaseAgent(Module, Generic[OutputT]):
         and call interceptors see it (a pre-hook may change the arguments; an output a post-hook
         returns is the `FinalResult`'s output).
         """
-        plan = await self._resume_plan(request, resume, approvals)
+        plan = await self._resume_plan(request, resume, approvals, prompt_vars)
         queue: asyncio.Queue[AgentEvent | _End] = asyncio.Queue()
         record = RunRecord()
 
@@ -408,6 +414,7 @@ class BaseAgent(Module, Generic[OutputT]):
         request: Any,
         resume: RunState | None,
         approvals: Mapping[str, Approval] | None,
+        prompt_vars: dict[str, Any],
     ) -> _ResumePlan | None:
         """Check a resume before anything runs, and claim the state (once only)."""
         if resume is None:
@@ -432,6 +439,13 @@ class BaseAgent(Module, Generic[OutputT]):
             )
         resume.check_agent(self)
         decisions = resume.decisions(approvals)
+        # template variables are not saved: a missing one must fail before approved tools run
+        prompt = self.predictor.prompt
+        variables = self._variables(prompt_vars)
+        if isinstance(prompt, DynamicPrompt):
+            prompt.compose("", variables)
+        else:
+            prompt.render(None, **variables)
         if not await claim_resume(resume.id):
             raise RunStateConsumed(
                 f"The paused run {resume.id} was already resumed; a paused run continues once "
