@@ -608,7 +608,7 @@ class BaseAgent(Module, Generic[OutputT]):
         provider_kwargs = self._provider_kwargs(state)
         dynamic = isinstance(prompt, DynamicPrompt)
         hooks = self._step_hooks
-        approval = any(t.may_need_approval for t in self.tools.values())  # type: ignore[attr-defined]
+        approval = any(getattr(t, "may_need_approval", False) for t in self.tools.values())
         while True:
             if steps >= self.max_steps:
                 raise MaxIterExceeded(
