@@ -305,3 +305,23 @@ async def test_react_sliding_window(srv: FakeOpenAIServer) -> None:
     assert agent.memory.data[0].content == "what is 1+2?"
     assert len(agent.memory.data) == 4
     assert isinstance(agent.memory.data[-1], Message)
+
+
+async def test_a_replaced_system_reaches_dynamic_and_streamed_calls(
+    srv: FakeOpenAIServer,
+) -> None:
+    srv.chat.script("one", "two")
+    dynamic = OpenaiToolCallingAgent(lambda ctx: "computed", []).with_llm(make_llm(srv))
+    dynamic.register_step_hook(lambda ctx: StepUpdate(system=ctx.system.upper()))
+    static = OpenaiToolCallingAgent("Be {tone}.", []).with_llm(make_llm(srv))
+    static.register_step_hook(lambda ctx: StepUpdate(system="Replaced."))
+
+    await asyncio.wait_for(dynamic("go"), BOUND)
+
+    async def drain() -> list[Any]:
+        return [e async for e in static.stream("go", tone="kind")]
+
+    events = await asyncio.wait_for(drain(), BOUND)
+
+    assert [r["messages"][0]["content"] for r in srv.chat.requests] == ["COMPUTED", "Replaced."]
+    assert events[-1].record.steps[0].request[0].content == "Replaced."

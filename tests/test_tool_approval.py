@@ -243,7 +243,9 @@ async def test_every_pending_call_needs_a_decision(srv: FakeOpenAIServer) -> Non
         await agent.run("hi", resume=paused.state, approvals={"c_delete": True})
     assert files.deleted == [] and len(srv.chat.requests) == 1
 
-    done = await asyncio.wait_for(agent.run(resume=paused.state, approvals={"c_delete": True}), BOUND)
+    done = await asyncio.wait_for(
+        agent.run(resume=paused.state, approvals={"c_delete": True}), BOUND
+    )
     assert done.status == "completed"
 
 
@@ -253,7 +255,7 @@ async def test_forward_raises_a_named_error_and_a_paused_result_has_no_output(
     srv.chat.script(mixed_reply())
     agent = build(srv, Files())
 
-    with pytest.raises(ApprovalRequired, match="agent.run") as caught:
+    with pytest.raises(ApprovalRequired, match=r"agent\.run") as caught:
         await asyncio.wait_for(agent("x"), BOUND)
 
     result = caught.value.result
@@ -261,7 +263,7 @@ async def test_forward_raises_a_named_error_and_a_paused_result_has_no_output(
     with pytest.raises(ApprovalRequired):
         result.output  # noqa: B018
     with pytest.raises(ApprovalRequired):
-        output, record = result
+        _output, _record = result
     assert list(agent.memory.data) == []
 
 
@@ -282,9 +284,7 @@ async def test_the_stream_ends_with_needs_approval_and_resumes_as_a_stream(
     assert not any(isinstance(e, StepEnd | FinalResult) for e in first)
     assert [e.name for e in first if isinstance(e, ToolResultEvent)] == ["read"]
 
-    second = await asyncio.wait_for(
-        drain(resume=last.state, approvals={"c_delete": True}), BOUND
-    )
+    second = await asyncio.wait_for(drain(resume=last.state, approvals={"c_delete": True}), BOUND)
     assert isinstance(second[0], ToolResultEvent) and second[0].name == "delete"
     assert isinstance(second[1], StepEnd) and second[1].step == 0
     assert isinstance(second[-1], FinalResult)
@@ -422,9 +422,7 @@ def test_a_sqlite_ledger_refuses_a_second_claim_from_another_process(tmp_path: P
     assert ledger.claim("run-2") is True
 
 
-async def test_a_shared_ledger_is_used_for_resumes(
-    srv: FakeOpenAIServer, tmp_path: Path
-) -> None:
+async def test_a_shared_ledger_is_used_for_resumes(srv: FakeOpenAIServer, tmp_path: Path) -> None:
     srv.chat.script(mixed_reply(), "ok")
     files = Files()
     paused = await asyncio.wait_for(build(srv, files).run("x"), BOUND)
@@ -456,3 +454,19 @@ async def test_a_missing_template_variable_fails_before_the_state_is_used(
     )
     assert files.deleted == ["b.txt"]
     assert srv.chat.requests[1]["messages"][0]["content"] == "Answer in French."
+
+
+async def test_a_sub_agent_that_pauses_fails_its_parent_with_a_clear_error(
+    srv: FakeOpenAIServer,
+) -> None:
+    files = Files()
+    child = OpenaiToolCallingAgent("child", files.tools())
+    parent = OpenaiToolCallingAgent("parent", [Tool.from_module(child, name="janitor")])
+    parent.with_llm(make_llm(srv))
+    srv.chat.script(
+        Reply(tool_calls=[ToolCall("janitor", {"request": "clean"}, id="p1")]), mixed_reply()
+    )
+
+    with pytest.raises(ApprovalRequired, match="cannot be resumed through its parent"):
+        await asyncio.wait_for(parent.run("go"), BOUND)
+    assert files.deleted == [] and list(parent.memory.data) == []

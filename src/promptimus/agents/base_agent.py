@@ -302,7 +302,7 @@ class BaseAgent(Module, Generic[OutputT]):
                     output = await self._call(_resume_body(plan), (None, deps), prompt_vars)
             except ApprovalRequired as paused:
                 if getattr(paused, "agent", None) is not self:
-                    raise
+                    raise self._nested_pause(paused) from paused
                 return paused.result  # type: ignore[no-any-return]
         return RunResult(output, runs[0] if runs else RunRecord(output=output))
 
@@ -348,7 +348,7 @@ class BaseAgent(Module, Generic[OutputT]):
             except ApprovalRequired as paused:
                 result = paused.result
                 if getattr(paused, "agent", None) is not self or result is None:
-                    queue.put_nowait(_End(paused))
+                    queue.put_nowait(_End(self._nested_pause(paused)))
                 else:
                     queue.put_nowait(NeedsApproval(result.pending, result.state, result.record))
                     queue.put_nowait(_End())
@@ -407,6 +407,20 @@ class BaseAgent(Module, Generic[OutputT]):
             result=result,
         )
         error.agent = self  # type: ignore[attr-defined]
+        return error
+
+    def _nested_pause(self, paused: ApprovalRequired) -> ApprovalRequired:
+        """A sub-agent (run as a tool) paused: its state cannot be resumed through this run."""
+        owner = getattr(paused, "agent", None)
+        where = owner._where() if isinstance(owner, BaseAgent) else "a sub-agent"
+        error = ApprovalRequired(
+            f"{where}, called as a tool inside {self._where()}, paused for tool approval. A "
+            "paused sub-agent cannot be resumed through its parent's run: give the tool that "
+            "needs approval to the outer agent, or run the sub-agent yourself with "
+            "`sub_agent.run(...)`.",
+            result=paused.result,
+        )
+        error.agent = owner  # type: ignore[attr-defined]
         return error
 
     async def _resume_plan(
