@@ -33,7 +33,13 @@ class OfflineModel:
         usage = Usage(
             prompt_tokens=words_in, completion_tokens=words_out, total_tokens=words_in + words_out
         )
-        return Message(role=MessageRole.ASSISTANT, content=text, finish_reason="stop", usage=usage)
+        return Message(
+            role=MessageRole.ASSISTANT,
+            content=text,
+            finish_reason="stop",
+            usage=usage,
+            model_name=self.model_name,
+        )
 
     async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
         for delta in split_message(await self.achat(history, **kwargs)):

@@ -64,7 +64,9 @@ class ProviderCall:
 
     - `kind`: "llm", "embedding" or "rerank".
     - `module`: the module that made it (its path names the caller in spans and usage).
-    - `provider`, `model`: the provider object and its `model_name` (None if it has none).
+    - `provider`, `model`: the provider object and its `model_name` (None if it has none). A
+      wrapper that served the call with another provider (`FallbackLLM`) sets `model` to that
+      provider's `model_name`, so usage and cost are counted for the model that answered.
     - `inputs`: the messages sent (llm), the texts (embedding), or `(query, hits)` (rerank).
     - `params`: the request options (`provider_kwargs`); the provider's own defaults are in
       `getattr(provider, "call_kwargs", {})`.
@@ -127,8 +129,12 @@ class ProviderCall:
 
     @property
     def request_count(self) -> int:
-        """HTTP requests the provider reported (1 when it reported none but the call ended)."""
-        return self.requests or (1 if self.error is None else 0)
+        """HTTP requests the provider reported (1 when it reported none but the call ended,
+        0 when the reply came from a response cache)."""
+        if self.requests or self.error is not None:
+            return self.requests
+        usage = self.usage
+        return 0 if usage is not None and usage.cache_hit else 1
 
     def __repr__(self) -> str:
         return f"ProviderCall({self.kind!r}, model={self.model!r})"

@@ -17,10 +17,13 @@ class ToolCallDelta(BaseModel):
 
 
 class MessageDelta(BaseModel):
-    """One streamed chunk: text, reasoning, tool-call fragments, and on the last chunk usage."""
+    """One streamed chunk: text, reasoning, tool-call fragments, and on the last chunk usage.
+    `model_name` is the model that produced the chunk, when the provider says (accumulating a
+    stream keeps the last one given)."""
 
     content: str | None = None
     reasoning: str | None = None
     tool_calls: list[ToolCallDelta] = Field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str | None = None
+    model_name: str | None = None

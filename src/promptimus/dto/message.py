@@ -19,8 +19,10 @@ class MessageRole(StrEnum):
 
 
 class Message(BaseModel):
-    """One chat message. `usage`, `reasoning` and `finish_reason` are reply metadata:
-    providers fill them in and never send them back to the API."""
+    """One chat message. `usage`, `reasoning`, `finish_reason` and `model_name` are reply
+    metadata: providers fill them in and never send them back to the API. `model_name` is the
+    model that produced a reply (as the server named it), so a reply served by a fallback model
+    or from a cache says which model wrote it."""
 
     role: MessageRole
     content: str = ""
@@ -30,6 +32,7 @@ class Message(BaseModel):
     reasoning: str | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
+    model_name: str | None = None
 
     def prettify(self) -> str:
         """``"role: content"``, the one-line form the original promptimus printed."""

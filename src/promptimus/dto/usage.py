@@ -6,11 +6,16 @@ from pydantic import BaseModel
 
 
 class Usage(BaseModel):
+    """Token counts of one reply. `cache_hit` marks a reply served from a response cache
+    (`promptimus.llms.CachedLLM`): it cost nothing, so every count is zero. A sum is a cache hit
+    only when both parts were."""
+
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
     cached_tokens: int = 0
     reasoning_tokens: int = 0
+    cache_hit: bool = False
 
     def __add__(self, other: Usage) -> Usage:
         if not isinstance(other, Usage):
@@ -21,4 +26,5 @@ class Usage(BaseModel):
             total_tokens=self.total_tokens + other.total_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+            cache_hit=self.cache_hit and other.cache_hit,
         )

@@ -18,12 +18,20 @@ class MessageAccumulator:
     """Feed deltas with ``add``; read the message so far with ``message()``.
 
     Text and reasoning concatenate, tool-call fragments concatenate by ``index``, and the last
-    ``usage`` / ``finish_reason`` seen win. ``chunks`` counts the deltas added; ``complete``
+    ``usage`` / ``finish_reason`` / ``model_name`` seen win. ``chunks`` counts the deltas added; ``complete``
     says whether one carried a ``finish_reason``; ``finish()`` is ``message()`` for a stream that
     has ended, raising ``StreamInterrupted`` if it ended incomplete.
     """
 
-    __slots__ = ("_calls", "_content", "_reasoning", "chunks", "finish_reason", "usage")
+    __slots__ = (
+        "_calls",
+        "_content",
+        "_reasoning",
+        "chunks",
+        "finish_reason",
+        "model_name",
+        "usage",
+    )
 
     def __init__(self) -> None:
         self._content: list[str] = []
@@ -31,6 +39,7 @@ class MessageAccumulator:
         self._calls: dict[int, list[str | None]] = {}  # index -> [id, name, arguments]
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
+        self.model_name: str | None = None
         self.chunks = 0
 
     def add(self, delta: MessageDelta) -> None:
@@ -55,6 +64,8 @@ class MessageAccumulator:
             self.usage = delta.usage
         if delta.finish_reason is not None:
             self.finish_reason = delta.finish_reason
+        if delta.model_name is not None:
+            self.model_name = delta.model_name
 
     @property
     def content(self) -> str:
@@ -94,6 +105,7 @@ class MessageAccumulator:
             reasoning="".join(self._reasoning) if self._reasoning else None,
             usage=self.usage,
             finish_reason=self.finish_reason,
+            model_name=self.model_name,
         )
 
 

@@ -27,7 +27,12 @@ class DummyLLm:
     async def achat(self, history: list[Message], **kwargs: Any) -> Message:
         self.calls.append((list(history), dict(kwargs)))
         await asyncio.sleep(self.delay)  # even 0 yields, so a loop of calls can be cancelled
-        return Message(role=MessageRole.ASSISTANT, content=self.message, finish_reason="stop")
+        return Message(
+            role=MessageRole.ASSISTANT,
+            content=self.message,
+            finish_reason="stop",
+            model_name=self.model_name,
+        )
 
     async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
         for delta in split_message(await self.achat(history, **kwargs)):

@@ -1,6 +1,7 @@
 """Translate between promptimus messages and the OpenAI chat-completions wire format.
 
-Only API fields are sent: ``usage``, ``reasoning``, ``finish_reason`` are reply metadata and never
+Only API fields are sent: ``usage``, ``reasoning``, ``finish_reason``, ``model_name`` are reply
+metadata and never
 go back to the server; content is a plain string unless the message carries images.
 
 Replies are read from their JSON form (the SDK builds its objects without validating them, so a
@@ -222,7 +223,14 @@ def completion_to_message(completion: Any) -> Message:
         reasoning=_reasoning(message),
         usage=usage,
         finish_reason=finish_reason,
+        model_name=_model_name(data),
     )
+
+
+def _model_name(data: dict[str, Any]) -> str | None:
+    """The model the server says produced the reply (None if it did not say)."""
+    model = data.get("model")
+    return model if isinstance(model, str) and model else None
 
 
 def chunk_to_delta(chunk: Any) -> MessageDelta:
@@ -240,7 +248,7 @@ def chunk_to_delta(chunk: Any) -> MessageDelta:
     if choices is not None and not isinstance(choices, list):
         raise MalformedReply(f"a stream chunk's choices is {_shown(choices)}, expected a list")
     if not choices:
-        return MessageDelta(usage=usage)
+        return MessageDelta(usage=usage, model_name=_model_name(data))
     choice = choices[0]
     if not isinstance(choice, dict):
         raise MalformedReply(f"a stream chunk's choices[0] is {_shown(choice)}, expected an object")
@@ -271,4 +279,5 @@ def chunk_to_delta(chunk: Any) -> MessageDelta:
         tool_calls=fragments,
         usage=usage,
         finish_reason=_field(choice, "finish_reason", str, "chunk choices[0]."),
+        model_name=_model_name(data),
     )

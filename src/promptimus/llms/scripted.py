@@ -53,7 +53,7 @@ def estimate_usage(history: Sequence[Message], reply: Message) -> Usage:
 
 def split_message(message: Message) -> list[MessageDelta]:
     """Deltas that accumulate back to `message`: reasoning words, text words, tool-call
-    fragments (name first, arguments in two halves), then finish_reason and usage."""
+    fragments (name first, arguments in two halves), then finish_reason, usage and model_name."""
     deltas = [MessageDelta(reasoning=piece) for piece in _WORDS.findall(message.reasoning or "")]
     deltas.extend(MessageDelta(content=piece) for piece in _WORDS.findall(message.content))
     for index, call in enumerate(message.tool_calls or ()):
@@ -71,7 +71,13 @@ def split_message(message: Message) -> list[MessageDelta]:
         deltas.append(
             MessageDelta(tool_calls=[ToolCallDelta(index=index, arguments=arguments[half:])])
         )
-    deltas.append(MessageDelta(usage=message.usage, finish_reason=message.finish_reason))
+    deltas.append(
+        MessageDelta(
+            usage=message.usage,
+            finish_reason=message.finish_reason,
+            model_name=message.model_name,
+        )
+    )
     return deltas
 
 
@@ -81,8 +87,8 @@ class ScriptedLLM:
     A reply is a ``str`` (assistant text), a ``Message`` (tool calls, reasoning, usage...), a
     function ``(history, kwargs) -> Message | str`` (sync or async), or an exception to raise.
     Every request is recorded in ``requests`` as ``(history copy, kwargs)``. Replies get
-    ``finish_reason`` ("tool_calls" or "stop"), ids for tool calls that lack one, and an
-    estimated ``usage`` (one token per word) unless scripted.
+    ``finish_reason`` ("tool_calls" or "stop"), ids for tool calls that lack one, an
+    estimated ``usage`` (one token per word) and ``model_name`` (this LLM's) unless scripted.
     ``astream`` streams the same reply ``achat`` would give, split into small deltas.
     """
 
@@ -206,6 +212,8 @@ class ScriptedLLM:
             message.finish_reason = "tool_calls" if message.tool_calls else "stop"
         if message.usage is None:
             message.usage = estimate_usage(history, message)
+        if message.model_name is None:
+            message.model_name = self.model_name
         return message
 
     async def achat(self, history: list[Message], **kwargs: Any) -> Message:
