@@ -500,3 +500,22 @@ class RunStateConsumed(RunStateError):
 
 class MissingApproval(RunStateError):
     """A resume did not decide every pending tool call (or named an id that is not pending)."""
+
+
+# --- LLM wrappers: fallback chain and response cache (added by the llm-wrap helper) -------------
+
+
+class AllProvidersFailed(ProviderUnavailable):
+    """Every provider of a `FallbackLLM` failed with a provider error (unavailable, rate
+    limited, 5xx, timeout, malformed reply). ``failures`` holds ``(model_name, error)`` per
+    provider in the order tried; the last error is attached as ``__cause__``. A
+    `ProviderUnavailable`, so a chain nested in another chain falls through too."""
+
+    def __init__(self, message: str, failures: list[tuple[str, BaseException]]) -> None:
+        super().__init__(message)
+        self.failures = list(failures)
+
+
+class ResponseCacheError(PromptimusError):
+    """A response cache (`MemoryCache`, `SQLiteCache`) was configured with values it cannot use,
+    or its file cannot be opened as a cache."""

@@ -12,13 +12,18 @@ from promptimus._lazy import lazy_exports
 if TYPE_CHECKING:
     from promptimus.llms.accumulator import MessageAccumulator, aaccumulate, accumulate
     from promptimus.llms.base import LLMProtocol
+    from promptimus.llms.cached import CachedLLM
     from promptimus.llms.capabilities import ProviderCapabilities, capabilities
     from promptimus.llms.claude import Claude
     from promptimus.llms.dummy import DummyLLM, DummyLLm
+    from promptimus.llms.fallback import FallbackLLM, falls_through
+    from promptimus.llms.memory_cache import MemoryCache
     from promptimus.llms.ollama import OllamaLLM, OllamaProvider
     from promptimus.llms.openai import OpenAILike
     from promptimus.llms.resolve import resolve
+    from promptimus.llms.response_cache import ResponseCache
     from promptimus.llms.scripted import ScriptedLLM
+    from promptimus.llms.sqlite_cache import SQLiteCache
 
 _EXPORTS = {
     "LLMProtocol": "base",
@@ -35,22 +40,34 @@ _EXPORTS = {
     "DummyLLM": "dummy",
     "ScriptedLLM": "scripted",
     "resolve": "resolve",
+    "FallbackLLM": "fallback",
+    "falls_through": "fallback",
+    "CachedLLM": "cached",
+    "ResponseCache": "response_cache",
+    "MemoryCache": "memory_cache",
+    "SQLiteCache": "sqlite_cache",
 }
 
 __all__ = [
+    "CachedLLM",
     "Claude",
     "DummyLLM",
     "DummyLLm",
+    "FallbackLLM",
     "LLMProtocol",
+    "MemoryCache",
     "MessageAccumulator",
     "OllamaLLM",
     "OllamaProvider",
     "OpenAILike",
     "ProviderCapabilities",
+    "ResponseCache",
+    "SQLiteCache",
     "ScriptedLLM",
     "aaccumulate",
     "accumulate",
     "capabilities",
+    "falls_through",
     "resolve",
 ]
 

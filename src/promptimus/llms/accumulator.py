@@ -18,9 +18,9 @@ class MessageAccumulator:
     """Feed deltas with ``add``; read the message so far with ``message()``.
 
     Text and reasoning concatenate, tool-call fragments concatenate by ``index``, and the last
-    ``usage`` / ``finish_reason`` / ``model_name`` seen win. ``chunks`` counts the deltas added; ``complete``
-    says whether one carried a ``finish_reason``; ``finish()`` is ``message()`` for a stream that
-    has ended, raising ``StreamInterrupted`` if it ended incomplete.
+    ``usage`` / ``finish_reason`` / ``model_name`` seen win. ``chunks`` counts the deltas added;
+    ``complete`` says whether one carried a ``finish_reason``; ``finish()`` is ``message()`` for a
+    stream that has ended, raising ``StreamInterrupted`` if it ended incomplete.
     """
 
     __slots__ = (
