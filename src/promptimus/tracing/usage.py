@@ -33,7 +33,8 @@ class PathUsage:
 
     `cost` is None when no pricing was given or a model used here has no price.
     `requests_by_kind` counts requests per call kind ("llm", "embedding");
-    `requests_by_model` per model.
+    `requests_by_model` per model. `cache_hits` counts the replies served by a response cache
+    (`CachedLLM`): they are no request and no token.
     """
 
     requests: int = 0
@@ -43,6 +44,7 @@ class PathUsage:
     reasoning_tokens: int = 0
     total_tokens: int = 0
     cost: float | None = 0.0
+    cache_hits: int = 0
     requests_by_kind: dict[str, int] = field(default_factory=dict)
     requests_by_model: dict[str, int] = field(default_factory=dict)
 
@@ -54,6 +56,7 @@ class PathUsage:
         if model is not None:
             self.requests_by_model[model] = self.requests_by_model.get(model, 0) + requests
         if usage is not None:
+            self.cache_hits += usage.cache_hit
             self.prompt_tokens += usage.prompt_tokens
             self.completion_tokens += usage.completion_tokens
             self.cached_tokens += usage.cached_tokens
