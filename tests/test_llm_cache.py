@@ -337,6 +337,35 @@ async def test_sqlite_rewriting_a_key_keeps_the_byte_count(tmp_path: Path) -> No
     assert cache.total_bytes == len("same") + 70 and await cache.get("same") == "c" * 70
 
 
+async def test_a_write_waiting_for_another_writer_does_not_block_the_event_loop(
+    tmp_path: Path,
+) -> None:
+    import sqlite3
+
+    path = tmp_path / "c.sqlite"
+    cache = SQLiteCache(path, busy_timeout=5)
+    other = sqlite3.connect(path, isolation_level=None)  # another process's writer, say
+    other.execute("BEGIN IMMEDIATE")
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.001)
+
+    ticker = asyncio.create_task(tick())
+    put = asyncio.create_task(cache.put("k", "v"))
+    await asyncio.sleep(0.1)
+    assert ticks >= 5 and not put.done()  # the loop ran on while the write waited
+    other.execute("COMMIT")
+    await asyncio.wait_for(put, WAIT)
+    ticker.cancel()
+    other.close()
+
+    assert await cache.get("k") == "v"
+
+
 def test_sqlite_cache_refuses_a_file_it_cannot_use(tmp_path: Path) -> None:
     not_a_db = tmp_path / "notes.txt"
     not_a_db.write_text("just some text, certainly not an SQLite database " * 20)

@@ -4,10 +4,10 @@ The file is in WAL mode (readers never wait for a writer) with a busy timeout (a
 for another process's write instead of failing). Every write is one ``BEGIN IMMEDIATE``
 transaction that stores the entry, drops the expired ones and evicts the oldest until the
 entries fit ``max_bytes``; triggers keep the running total in the file itself, so every process
-sees the same total. Reads run on the caller's thread (a WAL read is a few tens of
-microseconds); writes run in a worker thread, since one may wait up to ``busy_timeout`` for
-another process's write.
-"""
+sees the same total. Reads run on the caller's thread (a WAL read takes about ten microseconds
+and never waits for a writer). A write runs on the caller's thread too when the file is free
+(tens of microseconds); when another connection is writing, it moves to a worker thread and
+waits there (up to ``busy_timeout``), so the event loop never waits for another process."""
 
 from __future__ import annotations
 
@@ -160,7 +160,24 @@ class SQLiteCache:
         return self.get_sync(key)
 
     async def put(self, key: str, value: str) -> None:
-        await asyncio.to_thread(self.put_sync, key, value)
+        if not self._put_unless_busy(key, value):
+            await asyncio.to_thread(self.put_sync, key, value)
+
+    def _put_unless_busy(self, key: str, value: str) -> bool:
+        """Write on the caller's thread if the file is free right now (no waiting: one write
+        takes tens of microseconds); False if another connection holds the write lock."""
+        import sqlite3
+
+        connection = self._connection()
+        connection.execute("PRAGMA busy_timeout = 0")
+        try:
+            connection.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError:
+            return False
+        finally:
+            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        self._commit_write(connection, key, value)
+        return True
 
     def get_sync(self, key: str) -> str | None:
         """`get` without the event loop (from a worker thread, or a script)."""
@@ -186,15 +203,21 @@ class SQLiteCache:
         """`put` without the event loop."""
         import sqlite3
 
-        size = len(key) + len(value.encode())
-        if self.max_bytes is not None and size > self.max_bytes:
-            log.debug("SQLiteCache %s: a %d-byte reply exceeds max_bytes", self.path, size)
-            return
         connection = self._connection()
         try:
-            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for other writers
+        except sqlite3.Error as exc:
+            log.warning("SQLiteCache %s: write failed (%s); reply not stored", self.path, exc)
+            return
+        self._commit_write(connection, key, value)
+
+    def _commit_write(self, connection: sqlite3.Connection, key: str, value: str) -> None:
+        """Finish the write transaction begun on ``connection``: store, expire, evict, commit."""
+        import sqlite3
+
+        try:
             try:
-                self._write(connection, key, value, size)
+                self._write(connection, key, value)
                 connection.execute("COMMIT")
             except BaseException:
                 if connection.in_transaction:
@@ -203,7 +226,11 @@ class SQLiteCache:
         except sqlite3.Error as exc:
             log.warning("SQLiteCache %s: write failed (%s); reply not stored", self.path, exc)
 
-    def _write(self, connection: sqlite3.Connection, key: str, value: str, size: int) -> None:
+    def _write(self, connection: sqlite3.Connection, key: str, value: str) -> None:
+        size = len(key) + len(value.encode())
+        if self.max_bytes is not None and size > self.max_bytes:
+            log.debug("SQLiteCache %s: a %d-byte reply exceeds max_bytes", self.path, size)
+            return
         now = self.clock()
         connection.execute("DELETE FROM promptimus_responses WHERE key = ?", (key,))
         connection.execute(
