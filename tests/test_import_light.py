@@ -158,3 +158,27 @@ def test_import_promptimus_does_not_import_the_command_line() -> None:
         timeout=60,
     )
     assert "promptimus.cli" in seen.stdout
+
+
+def test_the_llm_wrappers_stay_light_and_sqlite_loads_only_for_sqlite_cache() -> None:
+    code = (
+        "from promptimus.llms import CachedLLM, FallbackLLM, MemoryCache, falls_through\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('sqlite3', '_sqlite3', 'openai', 'httpx'))))\n"
+    )
+    probe = f"import json, sys\nimport promptimus\n{code}"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == []
+    # the probe can see it: building an SQLiteCache does import sqlite3
+    used = (
+        probe
+        + "import tempfile, os\nSQLiteCache = __import__('promptimus.llms').llms.SQLiteCache\n"
+    )
+    used += "SQLiteCache(os.path.join(tempfile.mkdtemp(), 'c.sqlite'))\n"
+    used += "print(json.dumps('sqlite3' in sys.modules))\n"
+    seen = subprocess.run([sys.executable, "-c", used], capture_output=True, text=True, timeout=60)
+    assert seen.returncode == 0, seen.stderr
+    assert seen.stdout.strip().splitlines()[-1] == "true"
