@@ -17,6 +17,7 @@ from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.dto import Message, MessageRole
 from promptimus.errors import (
     AllProvidersFailed,
+    BudgetExceeded,
     RequestRejected,
     StreamInterrupted,
 )
@@ -305,3 +306,52 @@ async def test_agent_run_record_shows_the_fallback_model(
     assert [step.reply.model_name for step in record.steps] == ["model-b", "model-b"]
     assert record.to_dict()["steps"][0]["reply"]["model_name"] == "model-b"
     assert len(primary.chat.requests) == 2 * (RETRIES + 1)
+
+
+async def test_a_cost_budget_needs_a_price_for_every_model_of_the_chain(
+    primary: FakeOpenAIServer, backup: FakeOpenAIServer, virtual_clock: VirtualClock
+) -> None:
+    prompt = Prompt("Be brief.").with_llm(chain(primary, backup, virtual_clock))
+    hello = [Message(role=MessageRole.USER, content="hi")]
+
+    one_price = {"model-a": (1.0, 1.0, 1.0)}
+    with pm.budget(max_cost=1.0, pricing=one_price), pytest.raises(BudgetExceeded, match="model-b"):
+        await prompt.forward(hello)
+    assert len(primary.chat.requests) == len(backup.chat.requests) == 0
+
+    primary.chat.script(*down())
+    prices = {"model-a": (1.0, 1.0, 1.0), "model-b": (1e6, 1e6, 1e6)}
+    with pm.budget(max_cost=1.0, pricing=prices) as spend:
+        await prompt.forward(hello)  # served by model-b, priced as model-b
+        assert spend.cost is not None and spend.cost > 1.0
+        with pytest.raises(BudgetExceeded, match="Cost budget reached"):
+            await prompt.forward(hello)
+
+
+async def test_observers_see_a_fallback_event_on_the_call(
+    primary: FakeOpenAIServer, backup: FakeOpenAIServer, virtual_clock: VirtualClock
+) -> None:
+    from promptimus.core.provider_calls import register_provider_call_observer
+
+    seen: list[tuple[str, dict[str, Any]]] = []
+
+    class Watcher:
+        def on_start(self, call: Any) -> None:
+            pass
+
+        def on_end(self, call: Any) -> None:
+            seen.append(("end", {"model": call.model, "requests": call.request_count}))
+
+        def on_call_event(self, call: Any, name: str, attributes: Any) -> None:
+            seen.append((name, dict(attributes)))
+
+    primary.chat.script(*down())
+    handle = register_provider_call_observer(Watcher())
+    try:
+        await Prompt("Be brief.").with_llm(chain(primary, backup, virtual_clock)).forward(QUESTION)
+    finally:
+        handle.remove()
+
+    assert [name for name, _ in seen] == ["retry"] * RETRIES + ["fallback", "end"]
+    assert seen[-2][1]["failed"] == "model-a" and seen[-2][1]["next"] == "model-b"
+    assert seen[-1][1] == {"model": "model-b", "requests": 1}

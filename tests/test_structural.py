@@ -107,6 +107,7 @@ async def test_retry_then_success_sends_the_error_back() -> None:
         content='{"street": "Main"}',
         finish_reason="stop",
         usage=second[-2].usage,
+        model_name="scripted",
     )
     assert second[-1].role == MessageRole.USER and "city" in second[-1].content
 

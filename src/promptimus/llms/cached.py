@@ -75,6 +75,11 @@ class CachedLLM:
         return self.llm.model_name
 
     @property
+    def model_names(self) -> tuple[str, ...]:
+        """The models that may serve a call (several when the wrapped LLM is a fallback chain)."""
+        return tuple(getattr(self.llm, "model_names", None) or (self.llm.model_name,))
+
+    @property
     def capabilities(self) -> ProviderCapabilities:
         """The wrapped provider's record, so what it learns stays with it."""
         return capabilities(self.llm)

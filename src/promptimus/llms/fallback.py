@@ -106,6 +106,15 @@ class FallbackLLM:
         return self.providers[0].model_name
 
     @property
+    def model_names(self) -> tuple[str, ...]:
+        """Every model that may serve a call, in the order tried (nested chains flattened):
+        a cost budget needs a price for each."""
+        names: list[str] = []
+        for provider in self.providers:
+            names.extend(getattr(provider, "model_names", None) or (provider.model_name,))
+        return tuple(names)
+
+    @property
     def call_kwargs(self) -> dict[str, Any]:
         """Request options every provider of the chain sets to the same value."""
         options = [getattr(p, "call_kwargs", None) or {} for p in self.providers]

@@ -59,9 +59,12 @@ class Budget:
             )
         if self.max_cost is not None:
             pricing = self.usage.pricing or {}
-            if call.model not in pricing:
+            # a fallback chain may be served by any of its models: each needs a price
+            models = getattr(call.provider, "model_names", None) or (call.model,)
+            unpriced = [model for model in models if model not in pricing]
+            if unpriced:
                 raise BudgetExceeded(
-                    f"The model {call.model!r} has no price in the budget's pricing table, so "
+                    f"The model {unpriced[0]!r} has no price in the budget's pricing table, so "
                     "its cost cannot be limited; the request was not sent. Add it to pricing."
                 )
             spent = self.cost or 0.0
