@@ -355,3 +355,15 @@ async def test_observers_see_a_fallback_event_on_the_call(
     assert [name for name, _ in seen] == ["retry"] * RETRIES + ["fallback", "end"]
     assert seen[-2][1]["failed"] == "model-a" and seen[-2][1]["next"] == "model-b"
     assert seen[-1][1] == {"model": "model-b", "requests": 1}
+
+
+async def test_a_reply_whose_server_names_no_model_names_the_model_asked_for(
+    primary: FakeOpenAIServer, virtual_clock: VirtualClock
+) -> None:
+    message = {"role": "assistant", "content": "hi"}
+    choice = {"index": 0, "message": message, "finish_reason": "stop"}
+    primary.chat.script({"id": "x", "object": "chat.completion", "choices": [choice]})
+
+    reply = await llm(primary, "asked-for", virtual_clock).achat(QUESTION)
+
+    assert (reply.content, reply.model_name) == ("hi", "asked-for")

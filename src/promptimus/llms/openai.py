@@ -121,6 +121,8 @@ class OpenAILike(OpenAIEndpoint):
             attempt, context=self._context, redact=self._factory.secrets()
         )
         self._record(message.usage, reservation)
+        if message.model_name is None:  # the server did not say: the model asked for
+            message.model_name = self.model_name
         return message
 
     async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
@@ -173,6 +175,8 @@ class OpenAILike(OpenAIEndpoint):
         stream, chunks, held, received, slot, reservation = await self.retry.run(
             open_stream, context=self._context, redact=secrets
         )
+        if held[0].model_name is None:  # later chunks that name the model still win
+            held[0].model_name = self.model_name
         try:
             for delta in held:
                 yield delta
