@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import pickle
 import subprocess
 import sys
 import textwrap
@@ -364,6 +365,18 @@ async def test_a_write_waiting_for_another_writer_does_not_block_the_event_loop(
     other.close()
 
     assert await cache.get("k") == "v"
+
+
+async def test_a_pickled_sqlite_cache_opens_the_same_file(tmp_path: Path) -> None:
+    cache = SQLiteCache(tmp_path / "c.sqlite", max_bytes=5000, ttl=60)
+    await cache.put("k", "stored before pickling")
+
+    copy = pickle.loads(pickle.dumps(cache))
+
+    assert (copy.max_bytes, copy.ttl) == (5000, 60)
+    assert await copy.get("k") == "stored before pickling"
+    await copy.put("k2", "and after")
+    assert await cache.get("k2") == "and after"
 
 
 def test_sqlite_cache_refuses_a_file_it_cannot_use(tmp_path: Path) -> None:

@@ -98,6 +98,21 @@ class SQLiteCache:
         self._lock = threading.Lock()
         self._create()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its settings, so a cache handed to a worker process (multiprocessing,
+        an evaluation pool) opens the same file there with connections of its own."""
+        return {
+            "path": self.path,
+            "max_bytes": self.max_bytes,
+            "ttl": self.ttl,
+            "busy_timeout": self.busy_timeout,
+            "clock": self.clock,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        path = state.pop("path")
+        self.__init__(path, **state)  # type: ignore[misc]
+
     def __repr__(self) -> str:
         return f"SQLiteCache({str(self.path)!r}, max_bytes={self.max_bytes}, ttl={self.ttl})"
 
