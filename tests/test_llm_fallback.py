@@ -367,3 +367,19 @@ async def test_a_reply_whose_server_names_no_model_names_the_model_asked_for(
     reply = await llm(primary, "asked-for", virtual_clock).achat(QUESTION)
 
     assert (reply.content, reply.model_name) == ("hi", "asked-for")
+
+
+async def test_a_nested_chain_counts_the_model_that_served_the_call() -> None:
+    inner = FallbackLLM(
+        ScriptedLLM([ConnectionError("b down")], model_name="b"),
+        ScriptedLLM(["from c"], model_name="c"),
+    )
+    outer = FallbackLLM(ScriptedLLM([ConnectionError("a down")], model_name="a"), inner)
+    prompt = Prompt("Be brief.").with_llm(outer)
+
+    with pm.track_usage() as usage:
+        reply = await prompt.forward(QUESTION)
+
+    assert reply.model_name == "c"
+    assert usage.total.requests_by_model == {"c": 1}
+    assert outer.model_names == ("a", "b", "c")

@@ -135,12 +135,12 @@ class FallbackLLM:
     async def achat(self, history: list[Message], **kwargs: Any) -> Message:
         failures: list[tuple[str, BaseException]] = []
         for index, provider in enumerate(self.providers):
+            self._trying(index, provider)
             try:
                 reply = await provider.achat(history, **kwargs)
             except Exception as exc:
                 self._failed(provider, exc, failures)
                 continue
-            self._served(index, provider)
             if reply.model_name is None:
                 reply.model_name = provider.model_name
             return reply
@@ -149,6 +149,7 @@ class FallbackLLM:
     async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
         failures: list[tuple[str, BaseException]] = []
         for index, provider in enumerate(self.providers):
+            self._trying(index, provider)
             stream = provider.astream(history, **kwargs)
             try:
                 first = await anext(stream, None)
@@ -156,7 +157,6 @@ class FallbackLLM:
                 await _close(stream)
                 self._failed(provider, exc, failures)
                 continue
-            self._served(index, provider)
             try:
                 if first is None:
                     return  # an empty stream: the caller's accumulator says it was cut off
@@ -192,7 +192,9 @@ class FallbackLLM:
                 {"failed": provider.model_name, "next": following.model_name, "reason": reason},
             )
 
-    def _served(self, index: int, provider: LLMProtocol) -> None:
+    def _trying(self, index: int, provider: LLMProtocol) -> None:
+        """Name a fallback about to be tried as the call's model (set before it is tried, so a
+        nested chain can name the model that served it in turn)."""
         if index:
             call = current_provider_call()
             if call is not None:
