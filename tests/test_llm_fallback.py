@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import VirtualClock
 from pydantic import BaseModel
+from virtual_clock import VirtualClock
 
 import promptimus as pm
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent

@@ -22,7 +22,7 @@ from promptimus.testing import FakeOpenAIServer, Fault, Reply, ToolCall
 from promptimus.transport import RateLimiter, Reservation, RetryPolicy
 
 if TYPE_CHECKING:
-    from conftest import VirtualClock
+    from virtual_clock import VirtualClock
 
 STALL_TIMEOUT = 1.0
 """Client timeout for tests that make the server stall: it must fire on the stall, and a healthy

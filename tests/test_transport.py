@@ -27,7 +27,7 @@ from promptimus.transport import (
 )
 
 if TYPE_CHECKING:
-    from conftest import VirtualClock
+    from virtual_clock import VirtualClock
 
 FAST = RetryPolicy(max_retries=3, base_delay=0.001, max_delay=0.005)
 
