@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from fake_llm import make_llm
 
+from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.agents.react_agent import ToolCallingAgent
-from promptimus.errors import MCPError
+from promptimus.errors import MCPError, MCPResultUnknown, ToolExecutionError
 from promptimus.mcp import MCPToolset
-from promptimus.testing import FakeOpenAIServer
+from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
 SERVER = str(Path(__file__).parent / "mcp_servers" / "small_server.py")
 BOUND = 60.0
@@ -125,9 +126,60 @@ async def test_stdio_server_that_dies_between_calls_is_restarted_once() -> None:
     async with MCPToolset.stdio(sys.executable, [SERVER]) as toolset:
         count = toolset.tool("count")
         assert json.loads(await count.call({}))["result"] == "call 1"
-        with pytest.raises(MCPError, match="went away"):
+        with pytest.raises(MCPResultUnknown, match="whether the tool ran is unknown"):
             await asyncio.wait_for(toolset.tool("die").call({}), BOUND)
         assert json.loads(await asyncio.wait_for(count.call({}), BOUND))["result"] == "call 1"
+
+
+def runs(tally: Path) -> int:
+    return len(tally.read_text().splitlines()) if tally.exists() else 0
+
+
+async def test_a_call_cut_off_after_sending_runs_once_and_the_next_call_reconnects(
+    tmp_path: Path, srv: FakeOpenAIServer
+) -> None:
+    tally = tmp_path / "tally.txt"
+    srv.chat.script(
+        Reply(tool_calls=[ToolCall("tally_then_die", {"path": str(tally)}, id="c1")]),
+        Reply(tool_calls=[ToolCall("count", {}, id="c2")]),
+        Reply(content="done"),
+    )
+    async with MCPToolset.stdio(
+        sys.executable, [SERVER], include=["tally_then_die", "count"]
+    ) as ts:
+        agent = OpenaiToolCallingAgent("Use tools.", [ts]).with_llm(make_llm(srv))
+        output, record = await asyncio.wait_for(agent.run("go"), BOUND)
+
+    assert output.content == "done"
+    assert runs(tally) == 1  # never sent again: the tool may not be safe to repeat
+    lost, counted = record.tool_calls
+    assert lost.error is not None and "whether the tool ran is unknown" in lost.error
+    assert "'tally_then_die'" in lost.error
+    assert json.loads(counted.result or "")["result"] == "call 1"  # a fresh server process
+    sent_back = srv.chat.requests[1]["messages"][-1]
+    assert sent_back["role"] == "tool" and "unknown" in sent_back["content"]
+
+
+async def test_http_call_cut_off_after_sending_is_not_repeated(tmp_path: Path) -> None:
+    tally = tmp_path / "tally.txt"
+    port = free_port()
+    processes = [start_http_server(port)]
+    try:
+        async with MCPToolset.http(f"http://127.0.0.1:{port}/mcp") as toolset:
+            assert json.loads(await toolset.tool("count").call({}))["result"] == "call 1"
+            with pytest.raises(MCPResultUnknown) as caught:
+                await asyncio.wait_for(
+                    toolset.tool("tally_then_die").call({"path": str(tally)}), BOUND
+                )
+            assert isinstance(caught.value, ToolExecutionError)  # the model is told
+            assert runs(tally) == 1
+            processes.append(await asyncio.to_thread(start_http_server, port))
+            again = await asyncio.wait_for(toolset.tool("count").call({}), BOUND)
+            assert json.loads(again)["result"] == "call 1"
+            assert runs(tally) == 1
+    finally:
+        for process in processes:
+            stop(process)
 
 
 async def test_http_server_that_is_gone_fails_with_a_named_error() -> None:

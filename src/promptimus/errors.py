@@ -471,6 +471,12 @@ class MCPError(PromptimusError):
     """An MCP server could not be started, reached or used (`promptimus.mcp`)."""
 
 
+class MCPResultUnknown(MCPError, ToolExecutionError):
+    """The connection to an MCP server was lost after a tool call was sent, so whether the tool
+    ran is unknown. The call is not repeated (the tool may not be safe to run twice); an agent
+    sends the message to the model as the tool's error, and the next call reconnects."""
+
+
 # --- tool approval and resumable runs (promptimus.agents.run_state) ----------------------------
 
 

@@ -74,6 +74,16 @@ def die() -> str:
     os._exit(1)
 
 
+@server.tool()
+def tally_then_die(path: str) -> str:
+    """Append one line to the file at `path` (counting runs), then end the server process
+    before answering: a tool whose connection is lost after it ran."""
+    with open(path, "a", encoding="utf-8") as tally:
+        tally.write("ran\n")
+    sys.stderr.flush()
+    os._exit(1)
+
+
 if __name__ == "__main__":
     if len(sys.argv) >= 3 and sys.argv[1] == "--http":
         server.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))

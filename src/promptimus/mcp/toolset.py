@@ -6,8 +6,15 @@
 
 The connection (transport + `ClientSession`) lives in one background task that owns the SDK's
 context managers from start to end, so every call, from any task, goes through the same
-session: stateful servers keep their state. If the server goes away, the next call reconnects
-once and retries; if that fails too, it raises `MCPError` naming the server.
+session: stateful servers keep their state.
+
+If the server goes away, a call is repeated only when its request certainly never reached the
+server: the connection was already closed before the request was written, or the HTTP server
+answered that it no longer knows our session. Then the toolset reconnects once and sends it
+again (if reconnecting fails, `MCPError` names the server). When the connection dies *after*
+the request was handed to the transport, the tool may have run, so the call fails with
+`MCPResultUnknown` (a tool error the model sees) instead of running a non-idempotent tool
+twice; the next call reconnects first.
 """
 
 from __future__ import annotations
@@ -24,8 +31,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SDKError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 
-from ..errors import MCPError
+from ..errors import MCPError, MCPResultUnknown, ToolExecutionError
 from ..tools.tool import check_timeout
+from .delivery import Attempt, DeliveryWatch, attempt_var, http_client
 from .mcp_tool import MCPTool
 from .stderr_log import StderrLog
 
@@ -80,6 +88,7 @@ class MCPToolset:
         self._tools: dict[str, MCPTool] = {}
         self._reconnect_lock: asyncio.Lock | None = None
         self._generation = 0
+        self._stale_generation = -1  # a connection that lost a call mid-way: replace it first
         self._background: set[asyncio.Task[None]] = set()
 
     # ------------------------------------------------------------------ construction
@@ -190,17 +199,11 @@ class MCPToolset:
                     )
                 else:
                     assert self._url is not None
-                    client = None
-                    if self._headers:
-                        import httpx2
-
-                        client = await stack.enter_async_context(
-                            httpx2.AsyncClient(headers=self._headers)
-                        )
+                    client = await stack.enter_async_context(http_client(self._headers))
                     streams = await stack.enter_async_context(
                         streamable_http_client(self._url, http_client=client)
                     )
-                read, write = streams[0], streams[1]
+                read, write = streams[0], DeliveryWatch(streams[1])
                 session = await stack.enter_async_context(
                     ClientSession(read, write, message_handler=self._on_message)
                 )
@@ -289,27 +292,60 @@ class MCPToolset:
     # ------------------------------------------------------------------ calls
 
     async def call_tool(self, remote_name: str, arguments: dict[str, Any]) -> Any:
-        """Call a tool on the server; reconnect once if the connection is gone."""
+        """Call a tool on the server. A call whose request never reached the server is sent
+        again once after reconnecting; one cut off after sending raises `MCPResultUnknown`."""
+        if self._generation == self._stale_generation:
+            await self._reconnect(self._generation, None)
+        generation = self._generation
+        try:
+            return await self._send(remote_name, arguments)
+        except _NotDelivered as undelivered:
+            first = undelivered.cause
+        await self._reconnect(generation, first)
+        try:
+            return await self._send(remote_name, arguments)
+        except _NotDelivered as again:
+            self._stale_generation = self._generation
+            raise MCPError(
+                f"The MCP server {self.server!r} went away and did not answer after reconnecting: "
+                f"{_describe(again.cause)}"
+            ) from again.cause
+
+    async def _send(self, remote_name: str, arguments: dict[str, Any]) -> Any:
+        """One attempt on the current session; `_NotDelivered` if the server surely never got
+        the request (so sending it again cannot run the tool twice)."""
         session = self._open_session()
         generation = self._generation
+        attempt = Attempt()
+        token = attempt_var.set(attempt)
         try:
             return await session.call_tool(remote_name, arguments)
         except Exception as exc:
             if not _session_gone(exc):
+                if isinstance(exc, SDKError):
+                    raise self._refused(remote_name, exc) from exc
                 raise
-            first = exc
-        await self._reconnect(generation, first)
-        try:
-            return await self._open_session().call_tool(remote_name, arguments)
-        except Exception as exc:
-            if not _session_gone(exc):
-                raise
-            raise MCPError(
-                f"The MCP server {self.server!r} went away and did not answer after reconnecting: "
-                f"{_describe(exc)}"
-            ) from exc
+            if attempt.maybe_delivered and not _refused_unseen(exc):
+                self._stale_generation = generation
+                raise MCPResultUnknown(
+                    f"The connection to the MCP server {self.server!r} was lost during the call "
+                    f"to its tool {remote_name!r} ({_describe(exc)}), so whether the tool ran is "
+                    "unknown; it was not called again, in case it is not safe to repeat. Check "
+                    "its effect before calling it again; the next call reconnects."
+                ) from exc
+            raise _NotDelivered(exc) from exc
+        finally:
+            attempt_var.reset(token)
 
-    async def _reconnect(self, generation: int, cause: BaseException) -> None:
+    def _refused(self, remote_name: str, exc: SDKError) -> ToolExecutionError:
+        """The server answered the call with a JSON-RPC error (e.g. invalid parameters): a tool
+        error the model can react to, not a crash of the run."""
+        return ToolExecutionError(
+            f"Tool {remote_name!r} (MCP server {self.server!r}) was refused: "
+            f"{exc.error.message or 'no reason given'}"
+        )
+
+    async def _reconnect(self, generation: int, cause: BaseException | None) -> None:
         assert self._reconnect_lock is not None
         async with self._reconnect_lock:
             if self._generation != generation:  # another call reconnected already
@@ -318,10 +354,18 @@ class MCPToolset:
             try:
                 await self._connect()
             except MCPError as exc:
+                why = f" ({_describe(cause)})" if cause is not None else ""
                 raise MCPError(
-                    f"The MCP server {self.server!r} went away ({_describe(cause)}) and "
-                    f"reconnecting failed: {exc}"
+                    f"The MCP server {self.server!r} went away{why} and reconnecting failed: {exc}"
                 ) from exc
+
+
+class _NotDelivered(Exception):
+    """The connection was gone before the request reached the server (internal)."""
+
+    def __init__(self, cause: Exception) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
 
 
 def _session_gone(exc: BaseException) -> bool:
@@ -332,6 +376,11 @@ def _session_gone(exc: BaseException) -> bool:
     if isinstance(exc, SDKError):
         return exc.error.code == CONNECTION_CLOSED or exc.error.message in _GONE_MESSAGES
     return True
+
+
+def _refused_unseen(exc: BaseException) -> bool:
+    """Whether the server answered that it does not know our session: it ran nothing."""
+    return isinstance(exc, SDKError) and exc.error.message in _GONE_MESSAGES
 
 
 def _describe(exc: BaseException) -> str:
