@@ -195,3 +195,18 @@ async def test_the_tool_list_is_refreshed_when_the_server_says_it_changed() -> N
                 break
             await asyncio.sleep(0.05)
         assert json.loads(await toolset.tool("extra").call({"text": "abc"})) == {"result": "cba"}
+
+
+async def test_an_agent_with_mcp_tools_digests_and_checkpoints(tmp_path: Path) -> None:
+    async with small(include=["add"], prefix="m_") as toolset:
+        agent = OpenaiToolCallingAgent("Use tools.", [toolset, add])
+        params = dict(agent.named_parameters())
+        assert params["tools.m_add.description"].value == "Add two integers."
+        digest = agent.digest()
+        agent.save(tmp_path / "agent.toml")
+        assert "Add two integers." in (tmp_path / "agent.toml").read_text()
+        toolset.tool("m_add").description.value = "Sum two whole numbers."
+        assert agent.digest() != digest
+        agent.load(tmp_path / "agent.toml")
+        assert toolset.tool("m_add").description.value == "Add two integers."
+        assert agent.digest() == digest

@@ -493,6 +493,7 @@ class BaseAgent(Module, Generic[OutputT]):
                 )
                 continue
             denied = ToolCallRecord(call.call_id, call.name, call.arguments, approval="denied")
+            denied.server = self._server(call.name)
             denied.error = denial_text(call.name, decision)
             records[call.position] = denied
             yield self._tool_event(denied, index)
@@ -547,7 +548,7 @@ class BaseAgent(Module, Generic[OutputT]):
                     )
                     ids.add(key)
                     answered[position] = ToolCallRecord(
-                        call.id, call.name, call.arguments, approval="pending"
+                        call.id, call.name, call.arguments, approval="pending", server=tool.server
                     )
                     paused.append(
                         PausedCall(key, position, call.id, call.name, call.arguments, call.parsed)
@@ -733,7 +734,9 @@ class BaseAgent(Module, Generic[OutputT]):
             keep.append(decision.message)
             calls = decision.calls
             for call in calls:
-                yield ToolCallEvent(call.id, call.name, call.arguments, index)
+                yield ToolCallEvent(
+                    call.id, call.name, call.arguments, index, self._server(call.name)
+                )
             tool_ctx: RunContext[Any] = RunContext(
                 deps=deps,
                 messages=conversation,
@@ -810,6 +813,7 @@ class BaseAgent(Module, Generic[OutputT]):
             names = ", ".join(self.tools) or "none"
             entry.error = f"There is no tool named {call.name!r}. Available tools: {names}."
         else:
+            entry.server = tool.server
             arguments = call.parsed if call.parsed is not None else call.arguments
             with capture_records() as children:
                 try:
@@ -825,8 +829,17 @@ class BaseAgent(Module, Generic[OutputT]):
     @staticmethod
     def _tool_event(entry: ToolCallRecord, step: int) -> ToolResultEvent | ToolErrorEvent:
         if entry.error is not None:
-            return ToolErrorEvent(entry.id, entry.name, entry.error, entry.duration_s, step)
-        return ToolResultEvent(entry.id, entry.name, entry.result or "", entry.duration_s, step)
+            return ToolErrorEvent(
+                entry.id, entry.name, entry.error, entry.duration_s, step, entry.server
+            )
+        return ToolResultEvent(
+            entry.id, entry.name, entry.result or "", entry.duration_s, step, entry.server
+        )
+
+    def _server(self, name: str) -> str | None:
+        """The server the named tool runs on (None for a local or an unknown tool)."""
+        tool = self.tools.get(name)
+        return tool.server if isinstance(tool, Tool) else None
 
     @staticmethod
     def _result_text(entry: ToolCallRecord) -> str:

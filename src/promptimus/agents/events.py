@@ -5,7 +5,8 @@ streams in, one `ToolCallEvent` per tool call the reply asks for (in request ord
 `ToolResultEvent` or `ToolErrorEvent` per call as each finishes (in completion order; match them
 by `id`), then `StepEnd`. The run ends with exactly one `FinalResult` — or, when the model called
 a tool that needs approval, with one `NeedsApproval` (the paused step gets its `StepEnd` when the
-run is resumed).
+run is resumed). The tool events' `server` names the server a remote tool runs on (an MCP
+server's name), None for local tools.
 
     async for event in agent.stream("What is 2 + 2?"):
         match event:
@@ -67,6 +68,7 @@ class ToolCallEvent:
     name: str
     arguments: str
     step: int
+    server: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,7 @@ class ToolResultEvent:
     result: str
     duration_s: float
     step: int
+    server: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,7 @@ class ToolErrorEvent:
     error: str
     duration_s: float
     step: int
+    server: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

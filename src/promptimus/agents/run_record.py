@@ -44,7 +44,8 @@ __all__ = [
 class ToolCallRecord:
     """One tool call: `arguments` exactly as the model wrote them, then either `result` (the text
     the model saw) or `error`. `children` are the run records of the sub-agents the tool ran (an
-    agent used as a tool, or agents a function tool called), in start order."""
+    agent used as a tool, or agents a function tool called), in start order. `server` names the
+    server a remote tool ran on (an MCP server), None for a local tool."""
 
     id: str | None
     name: str
@@ -56,6 +57,7 @@ class ToolCallRecord:
     approval: str | None = None
     """For a tool that asks for approval: "pending" while the run waits, then "approved" or
     "denied"; None for calls that needed none."""
+    server: str | None = None
 
     @property
     def child(self) -> RunRecord | None:
@@ -67,6 +69,7 @@ class ToolCallRecord:
         return {
             "id": self.id,
             "name": self.name,
+            "server": self.server,
             "arguments": self.arguments,
             "result": self.result,
             "error": self.error,
@@ -87,6 +90,7 @@ class ToolCallRecord:
             data.get("duration_s", 0.0),
             [RunRecord.from_dict(child) for child in data.get("children", [])],
             data.get("approval"),
+            data.get("server"),
         )
 
 

@@ -56,7 +56,7 @@ class MCPTool(Tool):
         if self.description.value != (description or ""):
             self.description.value = description or ""
         schema = dict(input_schema) if input_schema else {"type": "object", "properties": {}}
-        self._parameters = schema
+        self._input_schema = schema
         validator = jsonschema.validators.validator_for(schema)
         self._validator = validator(schema)
 
@@ -65,8 +65,13 @@ class MCPTool(Tool):
         return f"a tool of the MCP server {self._toolset.server!r}"
 
     @property
+    def server(self) -> str:  # type: ignore[override]
+        """The MCP server's name (`MCPToolset(name=...)`, else the one it gives itself)."""
+        return self._toolset.name
+
+    @property
     def parameters_schema(self) -> dict[str, Any]:
-        return self._parameters
+        return self._input_schema
 
     def extra_repr(self) -> str:
         return f"name={self._name!r}, server={self._toolset.server!r}"
@@ -90,12 +95,25 @@ class MCPTool(Tool):
         ctx: RunContext[Any] | None,
         history: Any = None,
     ) -> tuple[list[Any], dict[str, Any]]:
-        return [], self._validated(arguments)
+        return [self._object(arguments)], {}
 
     async def _execute(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
-        return await self._send(kwargs)
+        # through `forward`, the module call path, so hooks and tracing see the call as they see
+        # a local tool's; the schema is checked there, once
+        return await self.forward(args[0])
 
     def _validated(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+        values = self._object(arguments)
+        problems = sorted(self._validator.iter_errors(values), key=lambda e: list(e.path))
+        if problems:
+            lines = "; ".join(_explain(p) for p in problems[:5])
+            raise ToolArgumentsError(
+                f"Tool {self._name!r}: invalid arguments: {lines}. Fix them and call again."
+            )
+        return values
+
+    def _object(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+        """The arguments as a JSON object (not yet checked against the schema)."""
         if arguments is None or arguments == "":
             values: Any = {}
         elif isinstance(arguments, str):
@@ -113,12 +131,6 @@ class MCPTool(Tool):
                 f"Tool {self._name!r}: the arguments must be a JSON object, got "
                 f"{type(values).__name__}."
             )
-        problems = sorted(self._validator.iter_errors(values), key=lambda e: list(e.path))
-        if problems:
-            lines = "; ".join(_explain(p) for p in problems[:5])
-            raise ToolArgumentsError(
-                f"Tool {self._name!r}: invalid arguments: {lines}. Fix them and call again."
-            )
         return values
 
     async def _send(self, arguments: dict[str, Any]) -> Any:
@@ -126,7 +138,7 @@ class MCPTool(Tool):
         text = _content_text(result.content)
         if result.is_error:
             raise ToolExecutionError(
-                f"Tool {self._name!r} (MCP server {self._toolset.server!r}) failed: "
+                f"Tool {self._name!r} (MCP server {self.server!r}) failed: "
                 f"{text or 'the server gave no reason'}"
             )
         if result.structured_content is not None:

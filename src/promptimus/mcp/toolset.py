@@ -54,7 +54,9 @@ class MCPToolset:
 
     `include=`/`exclude=` filter the server's tools by their own names; `prefix=` is put before
     every name the model sees (to avoid clashes); `timeout=` bounds each call (seconds, default
-    60): past it the model gets a tool error.
+    60): past it the model gets a tool error; `name=` is what run records, agent events and
+    tracing spans call the server (default: the name the server gives itself when the session
+    opens, else its command line or URL).
     """
 
     def __init__(
@@ -68,12 +70,15 @@ class MCPToolset:
         exclude: Iterable[str] | None = None,
         prefix: str = "",
         timeout: float | None = DEFAULT_MCP_TIMEOUT,
+        name: str | None = None,
     ) -> None:
         if (stdio is None) == (url is None):
             raise MCPError("MCPToolset needs a server: use MCPToolset.stdio(...) or .http(url).")
         if prefix and not re.fullmatch(r"[a-zA-Z0-9_-]+", prefix):
             raise MCPError(f"MCP prefix {prefix!r} may hold only letters, digits, '_' and '-'.")
         self.server = server
+        self._given_name = name
+        self.name = name or server
         self._stdio = stdio
         self._url = url
         self._headers = dict(headers or {})
@@ -170,6 +175,9 @@ class MCPToolset:
             if isinstance(exc, asyncio.CancelledError):
                 raise
             raise MCPError(self._start_failure(exc)) from exc
+        if self._given_name is None:
+            info = self._session.server_info
+            self.name = (info.name if info is not None else None) or self.server
         self._generation += 1
 
     def _start_failure(self, exc: BaseException) -> str:

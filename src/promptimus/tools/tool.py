@@ -291,6 +291,10 @@ class Tool(Module):
     _schema: FunctionSchema
     _requires_approval: bool | ApprovalCheck = False  # a subclass that skips __init__ needs none
 
+    server: str | None = None
+    """The server the tool runs on (an MCP server's name), None for a tool run in this process.
+    Run records, agent events and tracing spans carry it."""
+
     def __init__(
         self,
         fn: Callable[..., Any] | Module,

@@ -63,6 +63,8 @@ __all__ = [
 _log = logging.getLogger(__name__)
 
 DEFAULT_MAX_VALUE_CHARS = 32_000
+# Ours, as no convention names it yet: the server a remote tool runs on (an MCP server's name).
+TOOL_SERVER = "promptimus.tool.server"
 _MAX_LISTED = 100  # documents, texts or tools listed one attribute each; the rest are counted
 
 _excluded: weakref.WeakSet[Module] = weakref.WeakSet()
@@ -244,7 +246,11 @@ class Tracing:
         enc = self.encoder
         for provider in module._providers.values():  # its keys, before any value is written
             enc.add_secrets(_provider_secrets(provider))
+        kind = _module_kind(module)
         metadata: dict[str, Any] = {"module_class": type(module).__qualname__}
+        server = getattr(module, "server", None) if kind == c.TOOL else None
+        if isinstance(server, str):  # a remote tool (MCP): shown where backends show metadata
+            metadata["tool_server"] = server
         if self.include_digest:
             metadata["module_digest"] = module.digest()
         span.set_attribute(c.METADATA, enc.json(metadata))
@@ -252,7 +258,6 @@ class Tracing:
         if value is not None:
             text, mime = enc.value(value)
             span.set_attributes({c.INPUT_VALUE: text, c.INPUT_MIME_TYPE: mime})
-        kind = _module_kind(module)
         if kind == c.TOOL:
             tool_name = getattr(module, "name", None)
             description = getattr(getattr(module, "description", None), "value", None)
@@ -266,6 +271,8 @@ class Tracing:
                 )
             if schema is not None:
                 attributes[c.TOOL_PARAMETERS] = enc.json(schema)
+            if isinstance(server, str):
+                attributes[TOOL_SERVER] = enc.text(server)
             span.set_attributes(attributes)
         elif kind == c.AGENT:
             span.set_attributes(
