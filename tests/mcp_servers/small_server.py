@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import asyncio
 import os
+import struct
 import sys
+import zlib
 
-from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver import Context, Image, MCPServer
 
 server = MCPServer("small")
 _counter = {"n": 0}
@@ -72,6 +74,26 @@ def die() -> str:
     """End the server process at once (a server that goes away between calls)."""
     sys.stderr.flush()
     os._exit(1)
+
+
+def red_pixel_png() -> bytes:
+    """A real 1x1 red PNG, built by hand (signature, IHDR, IDAT, IEND)."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 2, 0, 0, 0)  # 1x1, 8-bit RGB
+    pixels = zlib.compress(b"\x00\xff\x00\x00")  # filter byte, then one red pixel
+    return (
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+    )
+
+
+@server.tool()
+def snapshot(label: str) -> list[str | Image]:
+    """A caption and a picture (a 1x1 red PNG)."""
+    return [f"snapshot {label}", Image(data=red_pixel_png(), format="png")]
 
 
 @server.tool()

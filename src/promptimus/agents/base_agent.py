@@ -34,7 +34,7 @@ from typing import Any, Generic, TypeVar
 from ..core import Module, ModuleDict
 from ..core.hooks import RemovableHandle
 from ..core.provider_calls import provider_call, report_event
-from ..dto import Message, Usage
+from ..dto import Message, MessageRole, Usage
 from ..errors import (
     ApprovalRequired,
     InvalidArgument,
@@ -817,7 +817,7 @@ class BaseAgent(Module, Generic[OutputT]):
             arguments = call.parsed if call.parsed is not None else call.arguments
             with capture_records() as children:
                 try:
-                    entry.result = await tool.call(
+                    entry.result, entry.images = await tool.call_with_images(
                         arguments, ctx.for_tool_call(call.id), default_timeout=self.tool_timeout
                     )
                 except ToolError as exc:
@@ -833,13 +833,31 @@ class BaseAgent(Module, Generic[OutputT]):
                 entry.id, entry.name, entry.error, entry.duration_s, step, entry.server
             )
         return ToolResultEvent(
-            entry.id, entry.name, entry.result or "", entry.duration_s, step, entry.server
+            entry.id,
+            entry.name,
+            entry.result or "",
+            entry.duration_s,
+            step,
+            entry.server,
+            entry.images,
         )
 
     def _server(self, name: str) -> str | None:
         """The server the named tool runs on (None for a local or an unknown tool)."""
         tool = self.tools.get(name)
         return tool.server if isinstance(tool, Tool) else None
+
+    @staticmethod
+    def _images_message(entry: ToolCallRecord) -> Message:
+        """The images a tool call returned, as a user message: chat APIs take images only in
+        user messages (an OpenAI `tool` message holds text alone)."""
+        which = f"{entry.name!r} (call {entry.id})" if entry.id else repr(entry.name)
+        count = "image" if len(entry.images) == 1 else f"{len(entry.images)} images"
+        return Message(
+            role=MessageRole.USER,
+            content=f"The {count} returned by the tool call {which}:",
+            images=list(entry.images),
+        )
 
     @staticmethod
     def _result_text(entry: ToolCallRecord) -> str:

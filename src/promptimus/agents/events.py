@@ -23,7 +23,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
-from ..dto import Message, Usage
+from ..dto import ImageContent, Message, Usage
 
 if TYPE_CHECKING:
     from .run_record import RunRecord
@@ -73,7 +73,8 @@ class ToolCallEvent:
 
 @dataclass(frozen=True, slots=True)
 class ToolResultEvent:
-    """A tool call finished; `result` is the text the model will see."""
+    """A tool call finished; `result` is the text the model will see, `images` the images it
+    will see with it."""
 
     id: str | None
     name: str
@@ -81,6 +82,7 @@ class ToolResultEvent:
     duration_s: float
     step: int
     server: str | None = None
+    images: tuple[ImageContent, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,7 +158,10 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
     def _observations(
         self, calls: list[ToolInvocation], records: list[ToolCallRecord]
     ) -> list[Message]:
-        return [
+        """One `tool` message per call, in request order; then, for each call whose result
+        carried images, a user message with them (a `tool` message takes text only, and every
+        `tool` message must come right after the reply that asked for it)."""
+        messages = [
             Message(
                 role=MessageRole.TOOL,
                 content=self._result_text(entry),
@@ -166,3 +169,5 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
             )
             for call, entry in zip(calls, records, strict=True)
         ]
+        messages.extend(self._images_message(entry) for entry in records if entry.images)
+        return messages

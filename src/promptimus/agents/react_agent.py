@@ -145,13 +145,20 @@ class ToolCallingAgent(BaseAgent[Message]):
     def _observations(
         self, calls: list[ToolInvocation], records: list[ToolCallRecord]
     ) -> list[Message]:
-        return [
-            Message(
-                role=self.observation_role,
-                content=OBSERVATION_TEMPLATE.format(output=self._result_text(entry)),
-            )
-            for entry in records
-        ]
+        """The `Observation:` message; images the result carried go in it when it is a user
+        message, else in a user message right after it (chat APIs take images only there)."""
+        messages: list[Message] = []
+        for entry in records:
+            text = OBSERVATION_TEMPLATE.format(output=self._result_text(entry))
+            if entry.images and self.observation_role is MessageRole.USER:
+                messages.append(
+                    Message(role=MessageRole.USER, content=text, images=list(entry.images))
+                )
+                continue
+            messages.append(Message(role=self.observation_role, content=text))
+            if entry.images:
+                messages.append(self._images_message(entry))
+        return messages
 
 
 def _observation_role(value: MessageRole | str) -> MessageRole:

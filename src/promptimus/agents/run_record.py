@@ -28,7 +28,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from ..dto import Message, Usage
+from ..dto import ImageContent, Message, Usage
 
 __all__ = [
     "RunRecord",
@@ -45,7 +45,8 @@ class ToolCallRecord:
     """One tool call: `arguments` exactly as the model wrote them, then either `result` (the text
     the model saw) or `error`. `children` are the run records of the sub-agents the tool ran (an
     agent used as a tool, or agents a function tool called), in start order. `server` names the
-    server a remote tool ran on (an MCP server), None for a local tool."""
+    server a remote tool ran on (an MCP server), None for a local tool; `images` are the images
+    the result carried (shown to the model beside `result`)."""
 
     id: str | None
     name: str
@@ -58,6 +59,7 @@ class ToolCallRecord:
     """For a tool that asks for approval: "pending" while the run waits, then "approved" or
     "denied"; None for calls that needed none."""
     server: str | None = None
+    images: tuple[ImageContent, ...] = ()
 
     @property
     def child(self) -> RunRecord | None:
@@ -74,6 +76,7 @@ class ToolCallRecord:
             "result": self.result,
             "error": self.error,
             "duration_s": self.duration_s,
+            "images": [image.model_dump(mode="json", exclude_none=True) for image in self.images],
             "children": [child.to_dict() for child in self.children],
             **({"approval": self.approval} if self.approval is not None else {}),
         }
@@ -91,6 +94,7 @@ class ToolCallRecord:
             [RunRecord.from_dict(child) for child in data.get("children", [])],
             data.get("approval"),
             data.get("server"),
+            tuple(ImageContent.model_validate(image) for image in data.get("images", ())),
         )
 
 

@@ -5,6 +5,15 @@ the server wrote them. Arguments are checked against that schema before anything
 mismatch goes back to the model, as with a local tool); the call goes through the toolset's one
 session. Text content comes back as text, structured content as JSON, an `isError` result and a
 call past the toolset's timeout as a tool error for the model.
+
+Images (image content, or an embedded resource whose MIME type is `image/*`) come back as
+`ImageContent` (`data:` URLs): the result is then a `Message` whose `content` is the text, with a
+placeholder such as `[image 1 (image/png)]` where each image was, and whose `images` hold them.
+Agents show them to the model as the chat API allows: the OpenAI tool-calling agent sends the
+text in the `tool` message and the images in a user message right after the tool messages (an
+OpenAI `tool` message takes text only); the ReACT agent puts them in its `Observation:` message
+when that is a user message. For a model without vision, open the toolset with `images=False`:
+each image is then only named in the text (`[image (image/png), not shown]`).
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import jsonschema
 
 from ..core import Module, Parameter
+from ..dto import ImageContent, Message, MessageRole
 from ..errors import ToolArgumentsError, ToolExecutionError
 from ..tools.run_context import RunContext
 from ..tools.tool import Tool, check_tool_name
@@ -135,12 +145,14 @@ class MCPTool(Tool):
 
     async def _send(self, arguments: dict[str, Any]) -> Any:
         result = await self._toolset.call_tool(self.remote_name, arguments)
-        text = _content_text(result.content)
+        text, images = _read_content(result.content, self._toolset.images)
         if result.is_error:
             raise ToolExecutionError(
                 f"Tool {self._name!r} (MCP server {self.server!r}) failed: "
                 f"{text or 'the server gave no reason'}"
             )
+        if images:
+            return Message(role=MessageRole.TOOL, content=text, images=images)
         if result.structured_content is not None:
             return result.structured_content
         return text
@@ -151,15 +163,39 @@ def _explain(error: jsonschema.ValidationError) -> str:
     return f"{where}: {error.message}" if where else error.message
 
 
-def _content_text(blocks: list[Any]) -> str:
-    """Text of the result's content blocks; other kinds are named, not dropped silently."""
+def _read_content(blocks: list[Any], keep_images: bool) -> tuple[str, list[ImageContent]]:
+    """The text of the result's content blocks and its images; kinds without a text form
+    (audio, links) are named in the text, not dropped silently."""
     parts: list[str] = []
+    images: list[ImageContent] = []
     for block in blocks:
         kind = getattr(block, "type", None)
         if kind == "text":
             parts.append(block.text)
-        elif kind == "resource" and hasattr(block.resource, "text"):
-            parts.append(block.resource.text)
+            continue
+        data, mime = _image_data(block)
+        if data is None:
+            if kind == "resource" and hasattr(block.resource, "text"):
+                parts.append(block.resource.text)
+            else:
+                parts.append(f"[{kind or type(block).__name__} content]")
+        elif keep_images:
+            images.append(ImageContent(url=f"data:{mime};base64,{data}"))
+            parts.append(f"[image {len(images)} ({mime})]")
         else:
-            parts.append(f"[{kind or type(block).__name__} content]")
-    return "\n".join(parts)
+            parts.append(f"[image ({mime}), not shown]")
+    return "\n".join(parts), images
+
+
+def _image_data(block: Any) -> tuple[str | None, str]:
+    """(base64 data, MIME type) of an image block or an embedded image resource, else None."""
+    kind = getattr(block, "type", None)
+    if kind == "image":
+        return block.data, block.mime_type or "image/png"
+    if kind == "resource":
+        resource = block.resource
+        mime = getattr(resource, "mime_type", None) or ""
+        blob = getattr(resource, "blob", None)
+        if blob and mime.startswith("image/"):
+            return blob, mime
+    return None, ""

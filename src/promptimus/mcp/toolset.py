@@ -56,7 +56,8 @@ class MCPToolset:
     every name the model sees (to avoid clashes); `timeout=` bounds each call (seconds, default
     60): past it the model gets a tool error; `name=` is what run records, agent events and
     tracing spans call the server (default: the name the server gives itself when the session
-    opens, else its command line or URL).
+    opens, else its command line or URL); `images=False` keeps images out of the results (only
+    named in the text) for models without vision (see `promptimus.mcp.mcp_tool`).
     """
 
     def __init__(
@@ -71,6 +72,7 @@ class MCPToolset:
         prefix: str = "",
         timeout: float | None = DEFAULT_MCP_TIMEOUT,
         name: str | None = None,
+        images: bool = True,
     ) -> None:
         if (stdio is None) == (url is None):
             raise MCPError("MCPToolset needs a server: use MCPToolset.stdio(...) or .http(url).")
@@ -78,6 +80,7 @@ class MCPToolset:
             raise MCPError(f"MCP prefix {prefix!r} may hold only letters, digits, '_' and '-'.")
         self.server = server
         self._given_name = name
+        self.images = images
         self.name = name or server
         self._stdio = stdio
         self._url = url

@@ -49,7 +49,7 @@ import pydantic_core
 from pydantic import Field
 
 from ..core import Module, Parameter, Session
-from ..dto import Message, MessageRole
+from ..dto import ImageContent, Message, MessageRole
 from ..errors import (
     DuplicateToolName,
     FailedToParseOutput,
@@ -620,6 +620,20 @@ class Tool(Module):
         `__cause__`) and its subclass `ToolTimeout`, all with messages meant for the model.
         """
         return tool_result_to_text(await self._run(arguments, ctx, default_timeout))
+
+    async def call_with_images(
+        self,
+        arguments: str | dict[str, Any] | None,
+        ctx: RunContext[Any] | None = None,
+        *,
+        default_timeout: float | None = None,
+    ) -> tuple[str, tuple[ImageContent, ...]]:
+        """`call`, plus the images the result carries: a tool (an MCP tool, or a function of
+        yours) that returns a `Message` with `images` hands them to the agent, which shows them
+        to the model (see the agents' docstrings for how)."""
+        result = await self._run(arguments, ctx, default_timeout)
+        images = tuple(result.images) if isinstance(result, Message) and result.images else ()
+        return tool_result_to_text(result), images
 
     def _prepare(
         self,

@@ -1,0 +1,140 @@
+"""Images from MCP tools reach the model as images where the chat API allows: checked in the
+requests the fake OpenAI server received from both agent types (tests/mcp_servers/small_server.py
+has a `snapshot` tool returning a caption and a real 1x1 PNG)."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fake_llm import make_llm
+from mcp_servers.small_server import red_pixel_png
+
+from promptimus.agents.events import ToolResultEvent
+from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.agents.react_agent import ToolCallingAgent
+from promptimus.dto import ImageContent, Message, MessageRole
+from promptimus.mcp import MCPToolset
+from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
+
+SERVER = str(Path(__file__).parent / "mcp_servers" / "small_server.py")
+BOUND = 60.0
+PNG_URL = "data:image/png;base64," + base64.b64encode(red_pixel_png()).decode()
+
+
+def small(**options: Any) -> MCPToolset:
+    return MCPToolset.stdio(sys.executable, [SERVER], include=["snapshot", "add"], **options)
+
+
+@pytest.fixture
+def srv(fake_openai: FakeOpenAIServer) -> FakeOpenAIServer:
+    return fake_openai
+
+
+def image_urls(message: dict[str, Any]) -> list[str]:
+    content = message["content"]
+    if not isinstance(content, list):
+        return []
+    return [part["image_url"]["url"] for part in content if part["type"] == "image_url"]
+
+
+def text_of(message: dict[str, Any]) -> str:
+    content = message["content"]
+    if isinstance(content, str):
+        return content
+    return "".join(part["text"] for part in content if part["type"] == "text")
+
+
+async def test_the_result_is_a_message_with_the_image() -> None:
+    async with small() as toolset:
+        result = await toolset.tool("snapshot").forward(label="door")
+    assert isinstance(result, Message)
+    assert result.content == "snapshot door\n[image 1 (image/png)]"
+    assert result.images == [ImageContent(url=PNG_URL)]
+
+
+async def test_openai_agent_sends_the_image_in_a_user_message_after_the_tool_messages(
+    srv: FakeOpenAIServer,
+) -> None:
+    srv.chat.script(
+        Reply(
+            tool_calls=[
+                ToolCall("snapshot", {"label": "door"}, id="c1"),
+                ToolCall("add", {"a": 1, "b": 2}, id="c2"),
+            ]
+        ),
+        Reply(content="A red door."),
+    )
+    async with small() as toolset:
+        agent = OpenaiToolCallingAgent("Look.", [toolset]).with_llm(make_llm(srv))
+        events = [event async for event in agent.stream("what is there?")]
+
+    messages = srv.chat.requests[1]["messages"]
+    roles = [m["role"] for m in messages]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "user"]
+    first_tool, second_tool, images = messages[3], messages[4], messages[5]
+    assert first_tool["tool_call_id"] == "c1"
+    assert first_tool["content"] == "snapshot door\n[image 1 (image/png)]"  # text only
+    assert second_tool["tool_call_id"] == "c2" and second_tool["content"] == '{"result":3}'
+    assert image_urls(images) == [PNG_URL]
+    assert "'snapshot' (call c1)" in text_of(images)
+
+    record = events[-1].record
+    snap, added = record.tool_calls
+    assert snap.images == (ImageContent(url=PNG_URL),) and added.images == ()
+    assert record.to_dict()["steps"][0]["tool_calls"][0]["images"] == [{"url": PNG_URL}]
+    (result,) = [e for e in events if isinstance(e, ToolResultEvent) and e.id == "c1"]
+    assert result.images == (ImageContent(url=PNG_URL),)
+    # the image stays in the conversation the agent remembers
+    assert any(m.images for m in agent.predictor.memory.as_list())
+
+
+async def test_react_agent_puts_the_image_in_its_user_observation(srv: FakeOpenAIServer) -> None:
+    srv.chat.script(
+        'Thought: look\nAction: snapshot\nAction Input: {"label": "door"}',
+        "Thought: seen\nAnswer: red",
+    )
+    async with small() as toolset:
+        agent = ToolCallingAgent([toolset]).with_llm(make_llm(srv))
+        reply = await asyncio.wait_for(agent.forward("colour?"), BOUND)
+
+    assert reply.content == "red"
+    observation = srv.chat.requests[1]["messages"][-1]
+    assert observation["role"] == "user"
+    assert text_of(observation).startswith("Observation: snapshot door")
+    assert image_urls(observation) == [PNG_URL]
+
+
+async def test_react_agent_with_a_system_observation_role_adds_a_user_image_message(
+    srv: FakeOpenAIServer,
+) -> None:
+    srv.chat.script(
+        'Thought: look\nAction: snapshot\nAction Input: {"label": "door"}',
+        "Thought: seen\nAnswer: red",
+    )
+    async with small() as toolset:
+        agent = ToolCallingAgent([toolset], observation_role=MessageRole.SYSTEM)
+        await asyncio.wait_for(agent.with_llm(make_llm(srv)).forward("colour?"), BOUND)
+
+    observation, images = srv.chat.requests[1]["messages"][-2:]
+    assert observation["role"] == "system" and image_urls(observation) == []
+    assert images["role"] == "user" and image_urls(images) == [PNG_URL]
+
+
+async def test_images_false_names_the_image_in_the_text_only(srv: FakeOpenAIServer) -> None:
+    srv.chat.script(
+        Reply(tool_calls=[ToolCall("snapshot", {"label": "door"}, id="c1")]),
+        Reply(content="I cannot see it."),
+    )
+    async with small(images=False) as toolset:
+        agent = OpenaiToolCallingAgent("Look.", [toolset]).with_llm(make_llm(srv))
+        await asyncio.wait_for(agent.forward("what is there?"), BOUND)
+
+    messages = srv.chat.requests[1]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool"]
+    assert messages[-1]["content"] == "snapshot door\n[image (image/png), not shown]"
+    assert "base64" not in str(messages)
