@@ -4,6 +4,7 @@ client over stdio (a subprocess) and streamable HTTP (127.0.0.1)."""
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import subprocess
 import sys
@@ -18,6 +19,7 @@ from mcp.client.streamable_http import streamable_http_client
 from promptimus.errors import MCPError
 from promptimus.mcp import MCPToolset
 from promptimus.mcp.serve import served_tools
+from promptimus.testing import FakeOpenAIServer
 
 TARGETS = Path(__file__).parent / "mcp_servers" / "served_tools.py"
 ROOT = Path(__file__).parent.parent
@@ -152,3 +154,78 @@ async def test_promptimus_mcp_serve_command_serves_over_stdio() -> None:
     args = ["-c", code, "mcp", "serve", f"{TARGETS}:tools"]
     async with MCPToolset.stdio(sys.executable, args, cwd=str(ROOT)) as toolset:
         assert await toolset.tool("add").call({"a": 1, "b": 2}) == "3"
+
+
+# --- every call in its own pm.Session ------------------------------------------------------------
+
+CHAT = Path(__file__).parent / "mcp_servers" / "served_chat.py"
+
+
+async def with_served_chat(obj: str, srv: FakeOpenAIServer, body: Any) -> Any:
+    env = {
+        **os.environ,
+        "FAKE_OPENAI_BASE_URL": srv.base_url,
+        "FAKE_OPENAI_API_KEY": srv.api_key,
+    }
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=["-m", "promptimus.mcp", "serve", f"{CHAT}:{obj}"],
+        cwd=str(ROOT),
+        env=env,
+    )
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await body(session)
+
+
+def user_turns(request: dict[str, Any]) -> list[str]:
+    return [m["content"] for m in request["messages"] if m["role"] == "user"]
+
+
+async def test_each_call_to_a_served_module_has_its_own_conversation(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    async def body(session: ClientSession) -> list[str]:
+        first = await session.call_tool("chat", {"message": "my name is Ada"})
+        second = await session.call_tool("chat", {"message": "what is my name?"})
+        return [first.content[0].text, second.content[0].text]
+
+    answers = await asyncio.wait_for(with_served_chat("chat", fake_openai, body), BOUND)
+    assert answers == ["echo: my name is Ada", "echo: what is my name?"]
+    first, second = fake_openai.chat.requests
+    assert user_turns(first) == ["my name is Ada"]
+    assert user_turns(second) == ["what is my name?"]  # the first call's memory is not seen
+
+
+async def test_concurrent_calls_to_a_served_module_never_share_memory(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    fake_openai.latency = 0.5  # both requests are in flight at once
+
+    async def body(session: ClientSession) -> list[str]:
+        said = [f"message {i}" for i in range(4)]
+        results = await asyncio.gather(
+            *(session.call_tool("chat", {"message": text}) for text in said)
+        )
+        return [result.content[0].text for result in results]
+
+    answers = await asyncio.wait_for(with_served_chat("chat", fake_openai, body), BOUND)
+    assert answers == [f"echo: message {i}" for i in range(4)]
+    assert fake_openai.max_in_flight >= 2
+    turns = sorted(tuple(user_turns(request)) for request in fake_openai.chat.requests)
+    assert turns == [(f"message {i}",) for i in range(4)]
+
+
+async def test_each_call_to_a_served_function_tool_is_a_new_session(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    async def body(session: ClientSession) -> list[str]:
+        one = await session.call_tool("visits", {})
+        two = await session.call_tool("visits", {})
+        both = await asyncio.gather(
+            session.call_tool("visits", {}), session.call_tool("visits", {})
+        )
+        return [r.content[0].text for r in (one, two, *both)]
+
+    answers = await asyncio.wait_for(with_served_chat("tools", fake_openai, body), BOUND)
+    assert answers == ["visit 1"] * 4
