@@ -173,6 +173,8 @@ async def test_http_call_cut_off_after_sending_is_not_repeated(tmp_path: Path) -
                 )
             assert isinstance(caught.value, ToolExecutionError)  # the model is told
             assert runs(tally) == 1
+            # the old process has ended (its listening socket too) before a new one takes the port
+            await asyncio.to_thread(processes[0].wait, BOUND)
             processes.append(await asyncio.to_thread(start_http_server, port))
             again = await asyncio.wait_for(toolset.tool("count").call({}), BOUND)
             assert json.loads(again)["result"] == "call 1"
