@@ -43,9 +43,13 @@ def start_http_server(port: int) -> subprocess.Popen[bytes]:
             raise RuntimeError(f"the test MCP server exited with {process.returncode}")
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1):
-                return process
+                pass
         except OSError:
             time.sleep(0.1)
+            continue
+        time.sleep(0.2)  # a server that could not bind the port exits at once: not ready
+        if process.poll() is None:
+            return process
     process.kill()
     raise RuntimeError("the test MCP server did not listen in time")
 
