@@ -3,10 +3,12 @@ session, on the same server process and the same session (stdio, tests/mcp_serve
 
     uv run python bench/mcp_overhead.py [--calls 200] [--rounds 5]
 
-Both variants call the server's `add` tool; they are interleaved in rounds so machine noise hits
-them alike. Printed: median seconds per call for each and the ratio toolset/raw (target <= 1.05x).
-The toolset path adds JSON-schema validation of the arguments, the `Tool.call` timeout scope and
-the conversion of the result to text.
+Both variants call the server's `add` tool; they are interleaved in rounds (which goes first
+alternates) so machine noise hits them alike. Printed: the best and the median seconds per call
+of each, and the ratios toolset/raw (target <= 1.05x). The best round is the steadier figure on
+a shared machine; the median shows the spread. The toolset path adds JSON-schema validation of
+the arguments, the `Tool.call` timeout scope, the module call path (hooks, tracing) and the
+conversion of the result to text.
 """
 
 from __future__ import annotations
@@ -29,24 +31,37 @@ async def main(calls: int, rounds: int) -> None:
         tool = toolset.tool("add")
         raw_times: list[float] = []
         ours_times: list[float] = []
-        for _ in range(rounds):
+
+        async def raw() -> None:
             started = time.perf_counter()
             for i in range(calls):
                 await session.call_tool("add", {"a": i, "b": 1})
             raw_times.append((time.perf_counter() - started) / calls)
+
+        async def ours() -> None:
             started = time.perf_counter()
             for i in range(calls):
                 await tool.call({"a": i, "b": 1})
             ours_times.append((time.perf_counter() - started) / calls)
-    raw, ours = statistics.median(raw_times), statistics.median(ours_times)
-    print(f"raw mcp ClientSession.call_tool : {raw * 1e3:8.3f} ms/call")
-    print(f"MCPToolset tool.call            : {ours * 1e3:8.3f} ms/call")
-    print(f"ratio toolset / raw             : {ours / raw:8.3f}x  (target <= 1.05x)")
+
+        for round_ in range(rounds):
+            first, second = (raw, ours) if round_ % 2 == 0 else (ours, raw)
+            await first()
+            await second()
+    best_raw, best_ours = min(raw_times), min(ours_times)
+    med_raw, med_ours = statistics.median(raw_times), statistics.median(ours_times)
+    for label, best, median in (
+        ("raw mcp ClientSession.call_tool", best_raw, med_raw),
+        ("MCPToolset tool.call", best_ours, med_ours),
+    ):
+        print(f"{label:32s}: best {best * 1e3:7.3f}  median {median * 1e3:7.3f} ms/call")
+    print(f"{'ratio toolset / raw (best)':32s}: {best_ours / best_raw:7.3f}x  (target <= 1.05x)")
+    print(f"{'ratio toolset / raw (median)':32s}: {med_ours / med_raw:7.3f}x")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--calls", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--rounds", type=int, default=10)
     args = parser.parse_args()
     asyncio.run(main(args.calls, args.rounds))
