@@ -15,12 +15,14 @@ _LAZY: dict[str, str] = {
     "DEFAULT_MCP_TIMEOUT": "toolset",
     "MCPTool": "mcp_tool",
     "MCPError": "promptimus.errors",
+    "MCPResultUnknown": "promptimus.errors",
     "serve": "serve",
     "serve_async": "serve",
 }
 
 if TYPE_CHECKING:
     from ..errors import MCPError as MCPError
+    from ..errors import MCPResultUnknown as MCPResultUnknown
     from .mcp_tool import MCPTool as MCPTool
     from .serve import serve as serve
     from .serve import serve_async as serve_async
