@@ -17,6 +17,7 @@ from mcp_servers.small_server import red_pixel_png
 from promptimus.agents.events import ToolResultEvent
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.agents.react_agent import ToolCallingAgent
+from promptimus.agents.run_record import ToolCallRecord
 from promptimus.dto import ImageContent, Message, MessageRole
 from promptimus.mcp import MCPToolset
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
@@ -87,6 +88,8 @@ async def test_openai_agent_sends_the_image_in_a_user_message_after_the_tool_mes
     snap, added = record.tool_calls
     assert snap.images == (ImageContent(url=PNG_URL),) and added.images == ()
     assert record.to_dict()["steps"][0]["tool_calls"][0]["images"] == [{"url": PNG_URL}]
+    assert ToolCallRecord.from_dict(snap.to_dict()) == snap  # server and images come back too
+    assert snap.server == "small"
     (result,) = [e for e in events if isinstance(e, ToolResultEvent) and e.id == "c1"]
     assert result.images == (ImageContent(url=PNG_URL),)
     # the image stays in the conversation the agent remembers
