@@ -229,3 +229,21 @@ async def test_each_call_to_a_served_function_tool_is_a_new_session(
 
     answers = await asyncio.wait_for(with_served_chat("tools", fake_openai, body), BOUND)
     assert answers == ["visit 1"] * 4
+
+
+async def test_a_served_tool_returning_images_answers_with_image_content() -> None:
+    from mcp_servers.served_tools import PICTURE
+
+    async def body(session: ClientSession) -> Any:
+        return await session.call_tool("picture", {})
+
+    raw = await asyncio.wait_for(with_stdio_session("pictures", body), BOUND)
+    text, image = raw.content
+    assert text.text == "a picture"
+    assert image.type == "image" and image.mime_type == "image/png"
+    assert PICTURE.url == f"data:image/png;base64,{image.data}"
+    # and promptimus' own client turns it back into the same ImageContent
+    async with MCPToolset.stdio(sys.executable, serve_args("pictures"), cwd=str(ROOT)) as toolset:
+        result = await toolset.tool("picture").forward()
+    assert result.images == [PICTURE]
+    assert result.content == "a picture\n[image 1 (image/png)]"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from promptimus import Module, Parameter
+from promptimus.dto import ImageContent, Message, MessageRole
 from promptimus.tools.tool import Tool
+
+PICTURE = ImageContent.from_buffer(b"\x89PNG\r\n\x1a\n not a real picture", "image/png")
 
 
 @Tool.decorate
@@ -39,6 +42,13 @@ class Greeter(Module):
         return f"{self.greeting.value}, {name}!"
 
 
+@Tool.decorate
+def picture() -> Message:
+    """A caption and a picture."""
+    return Message(role=MessageRole.TOOL, content="a picture", images=[PICTURE])
+
+
 tools = [add, fail]
+pictures = [picture]
 greeter = Greeter()
 named = {"hello": Greeter()}

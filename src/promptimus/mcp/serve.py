@@ -6,11 +6,13 @@
 
 A module becomes a tool by the same rules as `Tool.from_module` (an agent takes `request`
 text); every call runs in its own `pm.Session`, so concurrent clients never share memory.
-Arguments are validated as for the model's calls; a failing tool answers with `isError`.
+Arguments are validated as for the model's calls; a failing tool answers with `isError`. A tool
+that returns a `Message` with `images` answers with its text and image content (for `data:` URLs).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
@@ -18,10 +20,13 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 
 from ..core import Module, Session
+from ..dto import Message
 from ..errors import MCPError, ToolError
 from ..tools.tool import Tool, toolset
 
 __all__ = ["build_server", "serve", "serve_async", "served_tools"]
+
+_DATA_URL = re.compile(r"data:(image/[\w.+-]+);base64,(.+)", re.DOTALL)
 
 Target = Module | Tool | Mapping[str, Module | Tool] | Iterable[Tool | Module | Callable[..., Any]]
 
@@ -91,10 +96,21 @@ def _result(result: Any) -> types.CallToolResult:
 
     text = tool_result_to_text(result)
     structured = tool_result_to_jsonable(result)
-    content = [types.TextContent(text=text)]
+    content: list[Any] = [types.TextContent(text=text)]
+    if isinstance(result, Message):
+        content.extend(_image_block(image.url) for image in result.images)
     if isinstance(structured, dict):
         return types.CallToolResult(content=content, structured_content=structured)
     return types.CallToolResult(content=content)
+
+
+def _image_block(url: str) -> Any:
+    """An image a tool returned (`Message.images`): image content for a `data:` URL, else the
+    URL named in a text block (the client fetches nothing on our behalf)."""
+    found = _DATA_URL.fullmatch(url)
+    if found is None:
+        return types.TextContent(text=f"[image: {url}]")
+    return types.ImageContent(data=found[2], mime_type=found[1])
 
 
 async def serve_async(
