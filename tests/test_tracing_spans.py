@@ -624,3 +624,31 @@ async def test_a_refused_call_is_seen_whichever_observer_registered_first(
         StatusCode.OK,
         StatusCode.ERROR,
     ]
+
+
+# --- which model answered -----------------------------------------------------------------------
+
+
+async def test_a_call_served_by_a_fallback_names_that_model_as_the_response_model(
+    exporter: InMemorySpanExporter, server: FakeOpenAIServer
+) -> None:
+    from promptimus.llms import FallbackLLM
+    from promptimus.testing import Fault
+    from promptimus.transport.retry import RetryPolicy
+
+    with FakeOpenAIServer(api_key=SECRET, require_auth=True) as backup:
+        server.chat.script(Fault.status(503))
+        backup.chat.script(Reply("from the backup"))
+        primary = llm(server, retry=RetryPolicy(max_retries=0))
+        second = OpenAILike("backup-model", api_key=SECRET, base_url=backup.base_url)
+        prompt = Prompt("Be brief.").with_llm(FallbackLLM(primary, second))
+
+        reply = await prompt.forward([Message(role=MessageRole.USER, content="hi")])
+
+    assert reply.content == "from the backup"
+    spans = exporter.get_finished_spans()
+    assert tree(spans) == [("root", None, "CHAIN"), ("root.llm", "root", "LLM")]
+    llm_span = one(spans, "root.llm")
+    assert attrs(llm_span)["gen_ai.request.model"] == "fake-model"  # what the call asked for
+    assert attrs(llm_span)["gen_ai.response.model"] == "backup-model"
+    assert attrs(llm_span)["llm.model_name"] == "backup-model"

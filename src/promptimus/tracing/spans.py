@@ -423,6 +423,9 @@ class Tracing:
             finish = getattr(output, "finish_reason", None)
             if isinstance(finish, str):
                 attributes[c.GEN_AI_RESPONSE_FINISH_REASONS] = [finish]
+            served_by = getattr(output, "model_name", None)
+            if isinstance(served_by, str) and served_by:  # e.g. the fallback that answered
+                attributes[c.GEN_AI_RESPONSE_MODEL] = attributes[c.LLM_MODEL_NAME] = served_by
             span.set_attributes(attributes)
         elif call.kind == "embedding" and output is not None:
             dims = {len(vector) for vector in output}
