@@ -87,6 +87,7 @@ __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), submodules=_SUBM
 def _auto_tracing_probe() -> bool:
     from .tracing.auto import probe  # imported only once OpenTelemetry is
 
+    _hooks.auto_probe = probe  # later module calls go straight to it
     return probe()
 
 

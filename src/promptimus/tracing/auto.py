@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import os
+from typing import Any
 
 __all__ = ["AUTO_TRACING_ENV", "probe"]
 
@@ -23,18 +24,31 @@ def probe() -> bool:
     decide (instrumented now or before, or switched off by the environment)."""
     if _switched_off():
         return True
-    try:
-        from opentelemetry import trace
-    except ImportError:  # a partial install: never trace automatically
+    trace = _trace_api()
+    if trace is None:  # a partial install: never trace automatically
         return True
-    provider = trace.get_tracer_provider()
-    if isinstance(provider, trace.ProxyTracerProvider | trace.NoOpTracerProvider):
+    if isinstance(trace.get_tracer_provider(), _PLACEHOLDERS):
         return False
     from . import spans
 
     if spans.current() is None:
         spans.instrument()
     return True
+
+
+_PLACEHOLDERS: tuple[type, ...] = ()
+
+
+@functools.cache
+def _trace_api() -> Any:
+    # resolved once: the probe runs on every module call until a provider appears
+    global _PLACEHOLDERS
+    try:
+        from opentelemetry import trace
+    except ImportError:
+        return None
+    _PLACEHOLDERS = (trace.ProxyTracerProvider, trace.NoOpTracerProvider)
+    return trace
 
 
 @functools.cache
