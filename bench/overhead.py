@@ -9,24 +9,39 @@ interleaved in many short rounds so machine noise hits them alike. Printed, at c
 in the other process, so this is the client-side cost: SDK + framework; it is the steadier figure
 on a shared machine), each with its ratio to the raw SDK (target <= 1.05x); then the
 `import promptimus` time (target <= 150 ms).
+
+The tool loop (`--loops`, `--skip-tool-loop`): a 3-step run (the model asks for one tool call,
+then another, then answers) through `OpenaiToolCallingAgent` beside the same loop written by hand
+on the raw SDK, with a sync tool and with an async tool. The hand-written loop is the fair, lean
+equivalent: it keeps the conversation as plain dicts, appends the assistant's tool calls as a dict
+without `content`, decodes the arguments with `json.loads`, and runs the sync tool off the event
+loop with `asyncio.to_thread` (what async code does with a blocking function; the agent must too).
+Its server (another process) answers by the request alone: a tool call while the conversation
+holds fewer than two tool results, then the answer. Printed: wall median per run and this
+process's CPU per run, with their ratios to the raw loop of the same tool kind (target <= 1.05x).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import inspect
+import json
 import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
 import openai
 
 import promptimus as pm
+from promptimus.agents import OpenaiToolCallingAgent
 from promptimus.llms import OpenAILike
 from promptimus.modules import MemoryModule, Prompt
-from promptimus.testing import FakeOpenAIServer
+from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
+from promptimus.tools import Tool
 
 SYSTEM = "You are a benchmark."
 QUESTION = "ping"
@@ -118,14 +133,15 @@ async def framework_cost(base_url: str, api_key: str, calls: int = 20000) -> Non
     llm = OpenAILike("fake-model", api_key=api_key, base_url=base_url)
     sdk = llm._factory.get()  # the provider's own AsyncOpenAI client for this loop
     sent = [pm.Message(role="system", content=SYSTEM), pm.Message(role="user", content=QUESTION)]
-    recorded = await sdk.chat.completions.create(
+    raw = sdk.chat.completions.with_raw_response  # what OpenAILike.achat calls
+    recorded = await raw.create(
         model="fake-model", messages=[{"role": m.role.value, "content": m.content} for m in sent]
     )
 
     async def stub(**_: object) -> object:
         return recorded
 
-    sdk.chat.completions.create = stub  # type: ignore[method-assign]
+    raw.create = stub  # type: ignore[method-assign]
     prompt = Prompt(SYSTEM).with_llm(llm)
     memory = MemoryModule(memory_size=10, system_prompt=SYSTEM).with_llm(llm)
     history = sent[1:]
@@ -146,6 +162,137 @@ async def framework_cost(base_url: str, api_key: str, calls: int = 20000) -> Non
         print(f"{name:<22}{(time.process_time() - start) / calls * 1e6:>8.1f} us")
 
 
+# --- the tool loop ---------------------------------------------------------------------------
+
+TOOL_STEPS = 2  # tool calls before the answer: a 3-step run
+
+
+def lookup_sync(key: int) -> str:
+    """Look a key up."""
+    return f"value {key}"
+
+
+async def lookup_async(key: int) -> str:
+    """Look a key up."""
+    return f"value {key}"
+
+
+def tool_loop_reply(body: dict[str, object]) -> Reply | str:
+    """The fake model: a tool call until the conversation holds TOOL_STEPS results, then text."""
+    messages = body.get("messages")
+    done = sum(1 for m in messages if m.get("role") == "tool") if isinstance(messages, list) else 0
+    tools = body.get("tools")
+    if done < TOOL_STEPS and isinstance(tools, list) and tools:
+        return Reply(tool_calls=[ToolCall(tools[0]["function"]["name"], {"key": done})])
+    return "done"
+
+
+def serve_tool_loop() -> None:
+    """The tool loop's server, run as this script's child process (own GIL)."""
+    server = FakeOpenAIServer(record=False)
+    server.chat.respond_with(tool_loop_reply)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(server.serve_forever(lambda url: print(f"READY {url}", flush=True)))
+
+
+@contextlib.contextmanager
+def spawn_tool_loop_server() -> Iterator[str]:
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--serve-tool-loop"], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        if not line.startswith("READY "):
+            raise RuntimeError(f"the tool-loop server did not start (printed {line!r})")
+        yield line.split(" ", 1)[1].strip()
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+def tool_loop_variants(base_url: str, api_key: str) -> dict[str, Call]:
+    raw = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
+    llm = OpenAILike("fake-model", api_key=api_key, base_url=base_url)
+    out: dict[str, Call] = {}
+    for kind, fn in (("sync", lookup_sync), ("async", lookup_async)):
+        tool = Tool(fn, name="lookup")
+        spec = [tool.to_openai()]
+        agent = OpenaiToolCallingAgent(SYSTEM, [tool]).with_llm(llm)
+
+        async def raw_loop(fn: Callable[..., object] = fn, spec: object = spec) -> object:
+            messages: list[dict[str, object]] = [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": QUESTION},
+            ]
+            while True:
+                completion = await raw.chat.completions.create(
+                    model="fake-model",
+                    messages=messages,  # type: ignore[arg-type]
+                    tools=spec,  # type: ignore[arg-type]
+                )
+                message = completion.choices[0].message
+                if not message.tool_calls:
+                    return message.content
+                calls = []
+                for call in message.tool_calls:
+                    name, arguments = call.function.name, call.function.arguments  # type: ignore[union-attr]
+                    calls.append(
+                        {
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": name, "arguments": arguments},
+                        }
+                    )
+                messages.append({"role": "assistant", "tool_calls": calls})
+                for call in message.tool_calls:
+                    args = json.loads(call.function.arguments)  # type: ignore[union-attr]
+                    if inspect.iscoroutinefunction(fn):
+                        result = await fn(**args)
+                    else:
+                        result = await asyncio.to_thread(fn, **args)
+                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+
+        async def agent_loop(agent: OpenaiToolCallingAgent = agent) -> object:
+            with pm.Session():  # a fresh conversation per run, like the raw loop
+                return await agent.forward(QUESTION)
+
+        out[f"raw loop, {kind} tool"] = raw_loop
+        out[f"agent, {kind} tool"] = agent_loop
+    return out
+
+
+async def measure_tool_loop(base_url: str, api_key: str, loops: int, rounds: int) -> None:
+    calls_by_name = tool_loop_variants(base_url, api_key)
+    for concurrency in (1, 64):
+        n = loops if concurrency > 1 else max(loops // 4, 50)
+        samples: dict[str, list[float]] = {name: [] for name in calls_by_name}
+        cpu: dict[str, float] = dict.fromkeys(calls_by_name, 0.0)
+        for call in calls_by_name.values():
+            await timed_batch(call, min(n, 64), concurrency)
+        per_round = max(n // rounds, concurrency)
+        for _ in range(rounds):
+            for name, call in calls_by_name.items():
+                latencies, seconds = await timed_batch(call, per_round, concurrency)
+                samples[name].extend(latencies)
+                cpu[name] += seconds
+        print(
+            f"\n3-step tool loop, concurrency {concurrency} "
+            f"({len(next(iter(samples.values())))} runs per variant)"
+        )
+        print(f"{'variant':<22}{'median ms':>10}{'ratio':>8}{'CPU us/run':>12}{'ratio':>8}")
+        for name, values in samples.items():
+            base_name = "raw loop, " + name.split(", ", 1)[1]
+            base = statistics.median(samples[base_name])
+            base_cpu = cpu[base_name] / len(samples[base_name])
+            median = statistics.median(values)
+            per_run = cpu[name] / len(values)
+            print(
+                f"{name:<22}{median * 1e3:>10.3f}{median / base:>7.3f}x"
+                f"{per_run * 1e6:>12.0f}{per_run / base_cpu:>7.3f}x"
+            )
+
+
 def import_time(runs: int = 15) -> tuple[float, float]:
     def run(code: str) -> float:
         start = time.perf_counter()
@@ -161,11 +308,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--calls", type=int, default=2000, help="calls per variant at c=256")
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--loops", type=int, default=1000, help="tool-loop runs per variant")
+    parser.add_argument("--skip-single", action="store_true", help="only the tool loop")
+    parser.add_argument("--skip-tool-loop", action="store_true", help="only single calls")
+    parser.add_argument("--serve-tool-loop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.serve_tool_loop:
+        serve_tool_loop()
+        return
 
-    with FakeOpenAIServer.spawn(reply="pong") as server:
-        asyncio.run(measure(server.base_url, "sk-fake", args.calls, args.rounds))
-        asyncio.run(framework_cost(server.base_url, "sk-fake"))
+    if not args.skip_single:
+        with FakeOpenAIServer.spawn(reply="pong") as server:
+            asyncio.run(measure(server.base_url, "sk-fake", args.calls, args.rounds))
+            asyncio.run(framework_cost(server.base_url, "sk-fake"))
+    if not args.skip_tool_loop:
+        with spawn_tool_loop_server() as base_url:
+            asyncio.run(measure_tool_loop(base_url, "sk-fake", args.loops, args.rounds))
     net, total = import_time()
     print(f"\nimport promptimus: {net:.1f} ms over a bare interpreter ({total:.1f} ms in all)")
 

@@ -145,13 +145,14 @@ class RunRecord:
     @property
     def usage(self) -> Usage:
         """Tokens used by this run's own LLM calls plus those of every sub-agent it called."""
-        total = Usage()
+        return Usage.total(self._usages())
+
+    def _usages(self) -> Iterator[Usage]:
         for step in self.steps:
-            total = total + step.usage
+            yield step.usage
             for call in step.tool_calls:
                 for child in call.children:
-                    total = total + child.usage
-        return total
+                    yield from child._usages()
 
     @property
     def tool_calls(self) -> list[ToolCallRecord]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from pydantic import BaseModel
 
 
@@ -27,4 +29,22 @@ class Usage(BaseModel):
             cached_tokens=self.cached_tokens + other.cached_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             cache_hit=self.cache_hit and other.cache_hit,
+        )
+
+    @classmethod
+    def total(cls, usages: Iterable[Usage]) -> Usage:
+        """The sum of `usages`, built once (not one intermediate `Usage` per term)."""
+        prompt = completion = total = cached = reasoning = 0
+        for usage in usages:
+            prompt += usage.prompt_tokens
+            completion += usage.completion_tokens
+            total += usage.total_tokens
+            cached += usage.cached_tokens
+            reasoning += usage.reasoning_tokens
+        return cls(
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            total_tokens=total,
+            cached_tokens=cached,
+            reasoning_tokens=reasoning,
         )

@@ -15,7 +15,12 @@ from promptimus.dto import Message, MessageDelta
 from promptimus.errors import EmptyReply, MalformedReply
 from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
-from promptimus.llms.openai_format import chunk_to_delta, completion_to_message, messages_to_openai
+from promptimus.llms.openai_format import (
+    chunk_to_delta,
+    completion_to_message,
+    messages_to_openai,
+    response_body,
+)
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
 from promptimus.transport.rate_limit import RateLimiter, Reservation
@@ -111,11 +116,11 @@ class OpenAILike(OpenAIEndpoint):
         async def attempt() -> tuple[Message, Reservation | None]:
             slot, reservation = await self._admit(tokens)
             try:
-                completion = await client.chat.completions.create(**params)
+                raw = await client.chat.completions.with_raw_response.create(**params)
             finally:
                 if slot is not None:
                     slot.release()
-            return completion_to_message(completion), reservation
+            return completion_to_message(response_body(raw.http_response)), reservation
 
         message, reservation = await self.retry.run(
             attempt, context=self._context, redact=self._factory.secrets()
