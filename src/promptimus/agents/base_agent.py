@@ -71,6 +71,7 @@ from .run_record import (
 from .run_result import RunResult
 from .run_state import Approval, PausedCall, RunState, denial_text
 from .step_hooks import StepContext, StepHook, StepPlan, plan_step
+from .tool_limits import DEFAULT_MAX_TOOL_CONCURRENCY, ToolSlots, check_tool_limit
 
 __all__ = ["Act", "BaseAgent", "Final", "LoopState", "Retry", "RunResult", "ToolInvocation"]
 
@@ -162,6 +163,11 @@ class BaseAgent(Module, Generic[OutputT]):
     `timeout` of its own; a call past it goes back to the model as an error (see
     `promptimus.tools.tool`). `max_nesting` bounds how deeply agent runs may nest inside each
     other, this one included (see `promptimus.agents.nesting`).
+
+    `max_tool_concurrency` bounds this agent's tool executions in flight, across all its runs
+    (None: no bound); `max_tool_calls_per_step` runs at most that many calls of one reply and
+    answers the rest with an error the model reads (None: all run). See
+    `promptimus.agents.tool_limits`.
     """
 
     def __init__(
@@ -174,6 +180,8 @@ class BaseAgent(Module, Generic[OutputT]):
         dynamic_suffix: str | None = None,
         tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         max_nesting: int = DEFAULT_MAX_NESTING,
+        max_tool_concurrency: int | None = DEFAULT_MAX_TOOL_CONCURRENCY,
+        max_tool_calls_per_step: int | None = None,
     ) -> None:
         super().__init__()
         if max_steps < 1:
@@ -181,6 +189,10 @@ class BaseAgent(Module, Generic[OutputT]):
         self.max_steps = max_steps
         self.tool_timeout = check_timeout(tool_timeout, "tool_timeout")
         self.max_nesting = check_max_nesting(max_nesting)
+        self._tool_slots = ToolSlots(check_tool_limit(max_tool_concurrency, "max_tool_concurrency"))
+        self.max_tool_calls_per_step = check_tool_limit(
+            max_tool_calls_per_step, "max_tool_calls_per_step"
+        )
         self.tools = ModuleDict(toolset(tools))
         self._step_hooks: dict[int, StepHook] = {}
         self._step_hook_warned: set[tuple[int, str]] = set()
@@ -201,6 +213,16 @@ class BaseAgent(Module, Generic[OutputT]):
             stacklevel=2,
         )
         return self.predictor
+
+    @property
+    def max_tool_concurrency(self) -> int | None:
+        """Tool executions of this agent in flight at once, across its runs (None: no bound).
+        Setting it applies to tool calls that start afterwards."""
+        return self._tool_slots.limit
+
+    @max_tool_concurrency.setter
+    def max_tool_concurrency(self, value: int | None) -> None:
+        self._tool_slots = ToolSlots(check_tool_limit(value, "max_tool_concurrency"))
 
     @property
     def memory(self) -> Memory:
@@ -790,20 +812,51 @@ class BaseAgent(Module, Generic[OutputT]):
         index: int,
         records: list[ToolCallRecord],
     ) -> AsyncIterator[ToolResultEvent | ToolErrorEvent]:
-        """Run one reply's tool calls concurrently, yielding an event as each finishes and
-        leaving their records in `records` in request order."""
+        """Run one reply's tool calls concurrently (at most `max_tool_concurrency` of this
+        agent's at once), yielding an event as each finishes and leaving their records in
+        `records` in request order. Calls past `max_tool_calls_per_step` are not run: each gets
+        an error record telling the model to make it in a later step."""
+        refused: list[ToolCallRecord] = []
+        cap = self.max_tool_calls_per_step
+        if cap is not None and len(calls) > cap:
+            refused = [self._refused(call, cap) for call in calls[cap:]]
+            calls = calls[:cap]
+            for entry in refused:
+                yield self._tool_event(entry, index)
+        slots = self._tool_slots
+        semaphore = slots.for_run()
         if len(calls) == 1:
-            records.append(await self._call_tool(calls[0], ctx))
+            if semaphore is None:
+                records.append(await self._call_tool(calls[0], ctx))
+            else:
+                records.append(await slots.run(semaphore, self._call_tool, calls[0], ctx))
             yield self._tool_event(records[0], index)
-            return
-        tasks = [asyncio.ensure_future(self._call_tool(c, ctx)) for c in calls]
-        try:
-            for finished in asyncio.as_completed(tasks):
-                yield self._tool_event(await finished, index)
-        finally:
-            for task in tasks:
-                task.cancel()
-        records.extend(task.result() for task in tasks)
+        elif calls:
+            tasks = [
+                asyncio.ensure_future(
+                    self._call_tool(c, ctx)
+                    if semaphore is None
+                    else slots.run(semaphore, self._call_tool, c, ctx)
+                )
+                for c in calls
+            ]
+            try:
+                for finished in asyncio.as_completed(tasks):
+                    yield self._tool_event(await finished, index)
+            finally:
+                for task in tasks:
+                    task.cancel()
+            records.extend(task.result() for task in tasks)
+        records.extend(refused)
+
+    @staticmethod
+    def _refused(call: ToolInvocation, cap: int) -> ToolCallRecord:
+        entry = ToolCallRecord(call.id, call.name, call.arguments)
+        entry.error = (
+            f"Not run: at most {cap} tool calls run per step (max_tool_calls_per_step) and this "
+            f"one came after them. Call {call.name} again in a later step if you still need it."
+        )
+        return entry
 
     async def _call_tool(self, call: ToolInvocation, ctx: RunContext[Any]) -> ToolCallRecord:
         started = time.perf_counter()
@@ -867,4 +920,9 @@ class BaseAgent(Module, Generic[OutputT]):
 
     def extra_repr(self) -> str:
         timeout = "none" if self.tool_timeout is None else f"{self.tool_timeout:g}"
-        return f"max_steps={self.max_steps}, tool_timeout={timeout}, max_nesting={self.max_nesting}"
+        text = f"max_steps={self.max_steps}, tool_timeout={timeout}, max_nesting={self.max_nesting}"
+        if self.max_tool_concurrency != DEFAULT_MAX_TOOL_CONCURRENCY:
+            text += f", max_tool_concurrency={self.max_tool_concurrency}"
+        if self.max_tool_calls_per_step is not None:
+            text += f", max_tool_calls_per_step={self.max_tool_calls_per_step}"
+        return text

@@ -35,6 +35,7 @@ from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool
 from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolInvocation
 from .nesting import DEFAULT_MAX_NESTING
 from .run_record import ToolCallRecord
+from .tool_limits import DEFAULT_MAX_TOOL_CONCURRENCY
 
 __all__ = ["OpenaiToolCallingAgent"]
 
@@ -64,6 +65,8 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         *,
         tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         max_nesting: int = DEFAULT_MAX_NESTING,
+        max_tool_concurrency: int | None = DEFAULT_MAX_TOOL_CONCURRENCY,
+        max_tool_calls_per_step: int | None = None,
     ) -> None:
         super().__init__(
             tools,
@@ -73,6 +76,8 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
             shared_memory=shared_memory,
             tool_timeout=tool_timeout,
             max_nesting=max_nesting,
+            max_tool_concurrency=max_tool_concurrency,
+            max_tool_calls_per_step=max_tool_calls_per_step,
         )
         # A model class (the original's form) keeps its StructuralOutput private, so the tree has
         # the original's checkpoint keys; a StructuralOutput instance is registered (and tuned).

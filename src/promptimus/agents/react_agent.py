@@ -23,6 +23,7 @@ from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolI
 from .nesting import DEFAULT_MAX_NESTING
 from .react_parser import ReactAction, ReactAnswer, parse_react
 from .run_record import ToolCallRecord
+from .tool_limits import DEFAULT_MAX_TOOL_CONCURRENCY
 
 __all__ = ["DEFAULT_PROMPT", "REACT_PROTOCOL", "ToolCallingAgent"]
 
@@ -77,6 +78,8 @@ class ToolCallingAgent(BaseAgent[Message]):
         *,
         tool_timeout: float | None = DEFAULT_TOOL_TIMEOUT,
         max_nesting: int = DEFAULT_MAX_NESTING,
+        max_tool_concurrency: int | None = DEFAULT_MAX_TOOL_CONCURRENCY,
+        max_tool_calls_per_step: int | None = None,
     ) -> None:
         if prompt is None:
             prompt = DEFAULT_PROMPT
@@ -91,6 +94,8 @@ class ToolCallingAgent(BaseAgent[Message]):
             dynamic_suffix=REACT_PROTOCOL,
             tool_timeout=tool_timeout,
             max_nesting=max_nesting,
+            max_tool_concurrency=max_tool_concurrency,
+            max_tool_calls_per_step=max_tool_calls_per_step,
         )
         self.observation_role = _observation_role(observation_role)
 
