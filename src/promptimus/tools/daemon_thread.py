@@ -40,13 +40,17 @@ IDLE_SECONDS = 30.0
 _IDLE_NAME = "promptimus-tool-idle"
 
 
+_Job = Callable[[], Callable[[], None]]
+"""Runs the call and returns what hands its outcome to the awaiting loop."""
+
+
 class _Worker:
     """A daemon thread's mailbox: one job at a time, handed over by `_submit`."""
 
     __slots__ = ("jobs",)
 
     def __init__(self) -> None:
-        self.jobs: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self.jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()
 
 
 _idle: list[_Worker] = []  # LIFO: the most recently used thread is reused first
@@ -67,10 +71,11 @@ def _work(worker: _Worker) -> None:
     thread = threading.current_thread()
     job = worker.jobs.get()
     while True:
-        job()
+        deliver = job()
         thread.name = _IDLE_NAME
-        with _idle_lock:
+        with _idle_lock:  # idle before the caller hears back, so its next call finds us
             _idle.append(worker)
+        deliver()
         try:
             job = worker.jobs.get(timeout=IDLE_SECONDS)
         except queue.Empty:
@@ -81,7 +86,7 @@ def _work(worker: _Worker) -> None:
             job = worker.jobs.get()  # a caller took this thread just now: its job is coming
 
 
-def _submit(job: Callable[[], None]) -> None:
+def _submit(job: _Job) -> None:
     with _idle_lock:
         worker = _idle.pop() if _idle else None
     if worker is None:
@@ -108,7 +113,7 @@ async def run_in_daemon_thread(fn: Callable[..., T], /, *args: Any, **kwargs: An
         else:
             future.set_result(value)
 
-    def job() -> None:
+    def job() -> Callable[[], None]:
         threading.current_thread().name = name
         error: BaseException | None = None
         value: Any = None
@@ -119,8 +124,12 @@ async def run_in_daemon_thread(fn: Callable[..., T], /, *args: Any, **kwargs: An
             error.__cause__ = exc
         except BaseException as exc:
             error = exc
-        with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
-            loop.call_soon_threadsafe(settle, error, value)
+
+        def deliver() -> None:
+            with contextlib.suppress(RuntimeError):  # a closed loop: nobody is waiting any more
+                loop.call_soon_threadsafe(settle, error, value)
+
+        return deliver
 
     _submit(job)
     return await future
