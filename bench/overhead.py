@@ -263,11 +263,13 @@ def tool_loop_variants(base_url: str, api_key: str) -> dict[str, Call]:
 
 
 async def measure_tool_loop(base_url: str, api_key: str, loops: int, rounds: int) -> None:
+    """The CPU ratio is the median over rounds of (variant / raw loop) within the same round,
+    which a busy neighbour on the machine skews less than a ratio of totals."""
     calls_by_name = tool_loop_variants(base_url, api_key)
     for concurrency in (1, 64):
         n = loops if concurrency > 1 else max(loops // 4, 50)
         samples: dict[str, list[float]] = {name: [] for name in calls_by_name}
-        cpu: dict[str, float] = dict.fromkeys(calls_by_name, 0.0)
+        cpu: dict[str, list[float]] = {name: [] for name in calls_by_name}
         for call in calls_by_name.values():
             await timed_batch(call, min(n, 64), concurrency)
         per_round = max(n // rounds, concurrency)
@@ -275,21 +277,20 @@ async def measure_tool_loop(base_url: str, api_key: str, loops: int, rounds: int
             for name, call in calls_by_name.items():
                 latencies, seconds = await timed_batch(call, per_round, concurrency)
                 samples[name].extend(latencies)
-                cpu[name] += seconds
+                cpu[name].append(seconds / len(latencies))
         print(
             f"\n3-step tool loop, concurrency {concurrency} "
-            f"({len(next(iter(samples.values())))} runs per variant)"
+            f"({len(next(iter(samples.values())))} runs per variant, {rounds} rounds)"
         )
         print(f"{'variant':<22}{'median ms':>10}{'ratio':>8}{'CPU us/run':>12}{'ratio':>8}")
         for name, values in samples.items():
-            base_name = "raw loop, " + name.split(", ", 1)[1]
-            base = statistics.median(samples[base_name])
-            base_cpu = cpu[base_name] / len(samples[base_name])
+            base = "raw loop, " + name.split(", ", 1)[1]
             median = statistics.median(values)
-            per_run = cpu[name] / len(values)
+            wall_ratio = median / statistics.median(samples[base])
+            cpu_ratio = statistics.median(a / b for a, b in zip(cpu[name], cpu[base], strict=True))
             print(
-                f"{name:<22}{median * 1e3:>10.3f}{median / base:>7.3f}x"
-                f"{per_run * 1e6:>12.0f}{per_run / base_cpu:>7.3f}x"
+                f"{name:<22}{median * 1e3:>10.3f}{wall_ratio:>7.3f}x"
+                f"{statistics.median(cpu[name]) * 1e6:>12.0f}{cpu_ratio:>7.3f}x"
             )
 
 

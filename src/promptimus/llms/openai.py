@@ -116,6 +116,7 @@ class OpenAILike(OpenAIEndpoint):
         async def attempt() -> tuple[Message, Reservation | None]:
             slot, reservation = await self._admit(tokens)
             try:
+                # the raw body: the SDK's response objects would only be dumped back to JSON
                 raw = await client.chat.completions.with_raw_response.create(**params)
             finally:
                 if slot is not None:
