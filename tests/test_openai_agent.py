@@ -387,6 +387,7 @@ async def test_tool_loop_over_http(srv: FakeOpenAIServer) -> None:
     assert output.content == "It is 5."
     second = srv.chat.requests[1]["messages"]
     assert [m["role"] for m in second] == ["system", "user", "assistant", "tool", "tool"]
+    assert "content" not in second[2]  # only tool calls: no `"content": null` to transform
     assert second[3] == {"role": "tool", "content": "5", "tool_call_id": "call_a"}
     assert second[4]["tool_call_id"] == "call_b" and second[4]["content"].startswith("Error:")
     assert srv.chat.requests[0]["tools"][0]["function"]["name"] == "add"
