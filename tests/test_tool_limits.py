@@ -179,11 +179,11 @@ async def test_calls_past_the_per_step_cap_go_back_as_errors(
     assert sent[:2] == [("c0", "done 0"), ("c1", "done 1")]
     for _, text in sent[2:]:
         assert text.startswith("Error: Not run")
-        assert "at most 2 run per step" in text and "later step" in text
+        assert "at most 2 tool calls run per step" in text and "later step" in text
     record = events[-1].record  # type: ignore[union-attr]
     calls = record.steps[0].tool_calls
     assert [c.result for c in calls] == ["done 0", "done 1", None, None, None]
-    assert all(c.error and "at most 2 run per step" in c.error for c in calls[2:])
+    assert all(c.error and "at most 2 tool calls run per step" in c.error for c in calls[2:])
     refused = [e.id for e in events if isinstance(e, ToolErrorEvent)]
     assert refused == ["c2", "c3", "c4"]
 
