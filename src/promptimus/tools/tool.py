@@ -23,11 +23,11 @@ the tool. The schema is built once per tool (see `tool_schema.py`).
 Timeouts: a call the model makes (`Tool.call`, an agent's tool call, a composite's sub-call)
 that does not return within the tool's `timeout` — else the caller's default, an agent's
 `tool_timeout` (`DEFAULT_TOOL_TIMEOUT`, 300 s) — raises `ToolTimeout`, which an agent sends back
-to the model as the tool's result. An async tool is cancelled. A sync tool runs on its own daemon
-thread (see `daemon_thread.py`); Python cannot stop a thread, so a sync tool that times out keeps
-running in the background until it returns, and its result is dropped — it never keeps the run,
-`asyncio.run()` or the interpreter from finishing. A direct `await tool.forward(...)` is not
-bounded: it is the caller's to wrap in `asyncio.timeout`.
+to the model as the tool's result. An async tool is cancelled. A sync tool runs on a daemon thread
+no other call shares while it runs (see `daemon_thread.py`); Python cannot stop a thread, so a
+sync tool that times out keeps running in the background until it returns, and its result is
+dropped — it never keeps the run, `asyncio.run()` or the interpreter from finishing. A direct
+`await tool.forward(...)` is not bounded: it is the caller's to wrap in `asyncio.timeout`.
 """
 
 from __future__ import annotations
