@@ -25,9 +25,12 @@ RESPONSE_FORMAT_MODES: tuple[ResponseFormatMode, ...] = ("json_schema", "json_ob
 @dataclass(slots=True)
 class ProviderCapabilities:
     """A provider's learned capabilities. ``response_format`` is the structured-output mode
-    the server accepted (None: not tried yet)."""
+    the server accepted (None: not tried yet); ``tool_call_content`` is True once the server
+    refused an assistant tool-call message without ``content``."""
 
     response_format: ResponseFormatMode | None = None
+    tool_call_content: bool = False
+    """The server demands `"content": null` on assistant messages that only call tools."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def learn_response_format(self, mode: ResponseFormatMode) -> bool:

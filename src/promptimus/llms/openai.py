@@ -8,16 +8,17 @@ every task, cumulative usage accounting, and safe handling of the API key.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
 
 from promptimus.dto import Message, MessageDelta
-from promptimus.errors import EmptyReply, MalformedReply
+from promptimus.errors import EmptyReply, MalformedReply, PromptimusError
 from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.openai_format import (
     chunk_to_delta,
     completion_to_message,
+    demands_content,
     messages_to_openai,
     response_body,
 )
@@ -27,6 +28,8 @@ from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.retry import RetryPolicy, chained, classify, redact_secrets
 
 log = logging.getLogger("promptimus.llms")
+
+T = TypeVar("T")
 
 
 class OpenAILike(OpenAIEndpoint):
@@ -86,8 +89,24 @@ class OpenAILike(OpenAIEndpoint):
 
     def _params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
         params = {"model": self.model_name, **self.call_kwargs, **kwargs}
-        params["messages"] = messages_to_openai(history)
+        params["messages"] = messages_to_openai(history, self.capabilities.tool_call_content)
         return params
+
+    async def _send(
+        self, attempt: Callable[[], Awaitable[T]], params: dict[str, Any], history: list[Message]
+    ) -> T:
+        """Run `attempt` (which sends `params`) under the retry policy. A server that refuses an
+        assistant message without `content` gets the request once more with `"content": null`,
+        and this provider sends it so from then on."""
+        secrets = self._factory.secrets()
+        try:
+            return await self.retry.run(attempt, context=self._context, redact=secrets)
+        except PromptimusError as exc:
+            if not demands_content(exc, params["messages"]):
+                raise
+            self.capabilities.tool_call_content = True
+            params["messages"] = messages_to_openai(history, null_content=True)
+            return await self.retry.run(attempt, context=self._context, redact=secrets)
 
     def _estimate_tokens(self, params: dict[str, Any]) -> float:
         chars = 0
@@ -123,9 +142,7 @@ class OpenAILike(OpenAIEndpoint):
                     slot.release()
             return completion_to_message(response_body(raw.http_response)), reservation
 
-        message, reservation = await self.retry.run(
-            attempt, context=self._context, redact=self._factory.secrets()
-        )
+        message, reservation = await self._send(attempt, params, history)
         self._record(message.usage, reservation)
         if message.model_name is None:  # the server did not say: the model asked for
             message.model_name = self.model_name
@@ -178,8 +195,8 @@ class OpenAILike(OpenAIEndpoint):
                 raise
             return stream, chunks, held, received, slot, reservation
 
-        stream, chunks, held, received, slot, reservation = await self.retry.run(
-            open_stream, context=self._context, redact=secrets
+        stream, chunks, held, received, slot, reservation = await self._send(
+            open_stream, params, history
         )
         if held[0].model_name is None:  # later chunks that name the model still win
             held[0].model_name = self.model_name

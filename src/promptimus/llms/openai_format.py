@@ -27,7 +27,9 @@ from promptimus.dto import (
 from promptimus.errors import EmptyReply, MalformedReply
 
 
-def message_to_openai(message: Message) -> dict[str, Any]:
+def message_to_openai(message: Message, null_content: bool = False) -> dict[str, Any]:
+    """One message in the wire format. An assistant message that only calls tools carries no
+    `content`, unless `null_content` (for servers that demand the key: see `OpenAILike`)."""
     out: dict[str, Any] = {"role": message.role.value}
     if message.images:
         parts: list[dict[str, Any]] = []
@@ -41,9 +43,11 @@ def message_to_openai(message: Message) -> dict[str, Any]:
         out["content"] = parts
     elif not (message.tool_calls and not message.content):
         out["content"] = message.content
-    # An assistant message that only calls tools carries no `content` at all: the OpenAI API,
-    # vLLM, Ollama and llama.cpp (since early 2025) take it so, and the SDK's request transform
-    # spends ~0.1 ms on every `"content": None` it is given, each time the history is resent.
+    elif null_content:
+        out["content"] = None
+    # Without `content` at all: the OpenAI API, vLLM, Ollama and current llama.cpp take it so,
+    # and the SDK's request transform spends ~0.1 ms on every `"content": None` it is given,
+    # each time the history is resent.
     if message.tool_calls:
         out["tool_calls"] = [
             {
@@ -58,8 +62,16 @@ def message_to_openai(message: Message) -> dict[str, Any]:
     return out
 
 
-def messages_to_openai(history: list[Message]) -> list[dict[str, Any]]:
-    return [message_to_openai(message) for message in history]
+def messages_to_openai(history: list[Message], null_content: bool = False) -> list[dict[str, Any]]:
+    return [message_to_openai(message, null_content) for message in history]
+
+
+def demands_content(error: BaseException, sent: list[dict[str, Any]]) -> bool:
+    """Whether `error` is a server refusing an assistant message sent without `content`
+    (llama.cpp builds from before spring 2025: "Expected 'content'"), as one of `sent` was."""
+    return "Expected 'content'" in str(error) and any(
+        m["role"] == "assistant" and "content" not in m for m in sent
+    )
 
 
 def response_body(response: Any) -> Any:
