@@ -211,7 +211,10 @@ def spawn_tool_loop_server() -> Iterator[str]:
         process.wait(10)
 
 
-def tool_loop_variants(base_url: str, api_key: str) -> dict[str, Call]:
+def tool_loop_variants(
+    base_url: str, api_key: str
+) -> tuple[dict[str, Call], list[openai.AsyncOpenAI]]:
+    """The variants, and the SDK clients to close before the event loop ends."""
     raw = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
     llm = OpenAILike("fake-model", api_key=api_key, base_url=base_url)
     out: dict[str, Call] = {}
@@ -259,13 +262,13 @@ def tool_loop_variants(base_url: str, api_key: str) -> dict[str, Call]:
 
         out[f"raw loop, {kind} tool"] = raw_loop
         out[f"agent, {kind} tool"] = agent_loop
-    return out
+    return out, [raw, llm._factory.get()]
 
 
 async def measure_tool_loop(base_url: str, api_key: str, loops: int, rounds: int) -> None:
     """The CPU ratio is the median over rounds of (variant / raw loop) within the same round,
     which a busy neighbour on the machine skews less than a ratio of totals."""
-    calls_by_name = tool_loop_variants(base_url, api_key)
+    calls_by_name, clients = tool_loop_variants(base_url, api_key)
     for concurrency in (1, 64):
         n = loops if concurrency > 1 else max(loops // 4, 50)
         samples: dict[str, list[float]] = {name: [] for name in calls_by_name}
@@ -292,6 +295,8 @@ async def measure_tool_loop(base_url: str, api_key: str, loops: int, rounds: int
                 f"{name:<22}{median * 1e3:>10.3f}{wall_ratio:>7.3f}x"
                 f"{statistics.median(cpu[name]) * 1e6:>12.0f}{cpu_ratio:>7.3f}x"
             )
+    for client in clients:
+        await client.close()
 
 
 def import_time(runs: int = 15) -> tuple[float, float]:
