@@ -253,3 +253,32 @@ async def test_streamed_runs_pass_through_forward_hooks_and_interceptors() -> No
     assert seen[:2] == ["intercept:OpenaiToolCallingAgent", "pre:ignored"]
     assert seen[-1] == "post:It is 3."
     assert sum(isinstance(event, FinalResult) for event in events) == 1
+
+
+@pytest.mark.parametrize("streamed", [False, True])
+async def test_prompt_demos_are_sent_and_recorded_on_both_paths(streamed: bool) -> None:
+    # FewShot trains `demos` on the agent's Prompt: each step sends them after the system text,
+    # streamed or not, and the run record shows exactly that.
+    from promptimus import Parameter
+
+    with FakeOpenAIServer() as server:
+        server.chat.script(Reply("Paris."))
+        agent = OpenaiToolCallingAgent("Answer briefly.", [add])
+        agent.predictor.prompt.demos = Parameter([["Capital of Italy?", "Rome."]])
+        agent.with_llm(OpenAILike("m", api_key=server.api_key, base_url=server.base_url))
+        with Session():
+            if streamed:
+                events = [event async for event in agent.stream("Capital of France?")]
+                record = events[-1].record
+            else:
+                record = (await agent.run("Capital of France?")).record
+
+    expected = [
+        ("system", "Answer briefly."),
+        ("user", "Capital of Italy?"),
+        ("assistant", "Rome."),
+        ("user", "Capital of France?"),
+    ]
+    (request,) = server.chat.requests
+    assert [(m["role"], m["content"]) for m in request["messages"]] == expected
+    assert [(m.role.value, m.content) for m in record.steps[0].request] == expected

@@ -659,11 +659,12 @@ class BaseAgent(Module, Generic[OutputT]):
                 deps=deps, messages=conversation, step=index, usage=record.usage, record=record
             )
             instructions = ""
+            demos: list[Message] = []  # a static Prompt's example turns, sent after the system text
             if dynamic:
                 instructions = await prompt.instructions(ctx)  # type: ignore[union-attr]
                 system = prompt.compose(instructions, variables)  # type: ignore[union-attr]
             else:
-                system = prompt.render(None, **variables)[0]  # type: ignore[union-attr]
+                system, *demos = prompt.render(None, **variables)  # type: ignore[union-attr]
             history = [*preamble, *conversation] if preamble else conversation
             step_vars, step_kwargs, offered, replaced = variables, provider_kwargs, None, False
             if hooks:
@@ -684,8 +685,8 @@ class BaseAgent(Module, Generic[OutputT]):
                     if dynamic:
                         system = prompt.compose(instructions, step_vars)  # type: ignore[union-attr]
                     else:
-                        system = prompt.render(None, **step_vars)[0]  # type: ignore[union-attr]
-            sent = [system, *history]
+                        system, *demos = prompt.render(None, **step_vars)  # type: ignore[union-attr]
+            sent = [system, *demos, *history] if demos else [system, *history]
             accumulator = MessageAccumulator()
             try:
                 if stream:
@@ -711,7 +712,6 @@ class BaseAgent(Module, Generic[OutputT]):
                 elif dynamic:
                     reply = await prompt.forward(history, step_kwargs, system=system)
                 elif replaced:
-                    sent = [system, *prompt.render(None, **step_vars)[1:], *history]  # type: ignore[union-attr]
                     async with provider_call(
                         "llm", prompt, llm, sent, step_kwargs, variables=step_vars
                     ) as call:
