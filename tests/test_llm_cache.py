@@ -535,3 +535,25 @@ async def test_an_agent_answers_a_repeated_run_from_the_cache(
     assert second.usage.total_tokens == 0 and first.usage.prompt_tokens == 80
     assert [s.reply.model_name for s in second.steps] == ["fake-model"] * 2
     assert [c.result for c in second.tool_calls] == [c.result for c in first.tool_calls]
+
+
+async def test_a_cache_file_broken_after_opening_never_fails_the_call(
+    fake_openai: FakeOpenAIServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The file is overwritten (a bad copy, a full disk's leftovers) while the cache is in use:
+    # the model's reply must still reach the caller, with a warning, as for a failed read.
+    path = tmp_path / "replies.sqlite"
+    cache = SQLiteCache(path)
+    fake_openai.chat.script(Reply("Four."), Reply("Four."))
+    llm = cached(fake_openai, cache, **COLD)
+    cache.close()
+    path.write_bytes(b"not an sqlite file " * 300)
+    for leftover in (tmp_path / "replies.sqlite-wal", tmp_path / "replies.sqlite-shm"):
+        leftover.unlink(missing_ok=True)
+
+    first = await asyncio.wait_for(llm.achat(QUESTION), WAIT)
+    second = await asyncio.wait_for(llm.achat(QUESTION), WAIT)
+
+    assert first.content == second.content == "Four."
+    assert len(fake_openai.chat.requests) == 2  # nothing stored, nothing served from the file
+    assert any("write failed" in r.getMessage() for r in caplog.records)

@@ -183,14 +183,21 @@ class SQLiteCache:
         takes tens of microseconds); False if another connection holds the write lock."""
         import sqlite3
 
-        connection = self._connection()
-        connection.execute("PRAGMA busy_timeout = 0")
+        connection = None
         try:
-            connection.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError:
-            return False
-        finally:
-            connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            connection = self._connection()
+            connection.execute("PRAGMA busy_timeout = 0")
+            try:
+                connection.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError:
+                return False
+            finally:
+                connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        except sqlite3.Error as exc:  # a broken or vanished file: as in `put_sync`, not stored
+            log.warning("SQLiteCache %s: write failed (%s); reply not stored", self.path, exc)
+            if connection is not None and connection.in_transaction:
+                connection.execute("ROLLBACK")
+            return True
         self._commit_write(connection, key, value)
         return True
 
@@ -218,8 +225,8 @@ class SQLiteCache:
         """`put` without the event loop."""
         import sqlite3
 
-        connection = self._connection()
         try:
+            connection = self._connection()
             connection.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for other writers
         except sqlite3.Error as exc:
             log.warning("SQLiteCache %s: write failed (%s); reply not stored", self.path, exc)
