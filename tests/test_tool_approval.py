@@ -407,6 +407,35 @@ async def test_state_json_that_is_not_a_state_is_a_named_error() -> None:
             RunState.from_json(text)
 
 
+TAMPERED = {
+    "record is a list": lambda d: d.__setitem__("record", []),
+    "record without steps": lambda d: d["record"].__setitem__("steps", []),
+    "position past the calls": lambda d: d["paused"][0].__setitem__("position", 99),
+    "negative position": lambda d: d["paused"][0].__setitem__("position", -5),
+    "id not text": lambda d: d["paused"][0].__setitem__("approval_id", ["x"]),
+    "name not text": lambda d: d["paused"][0].__setitem__("name", 5),
+    "arguments not text": lambda d: d["paused"][0].__setitem__("arguments", 5),
+    "parsed not an object": lambda d: d["paused"][0].__setitem__("parsed", "zz"),
+    "nothing pending": lambda d: d.__setitem__("paused", []),
+}
+
+
+@pytest.mark.parametrize("tamper", list(TAMPERED))
+async def test_a_damaged_state_is_refused_when_read_not_halfway_through_a_resume(
+    srv: FakeOpenAIServer, tamper: str
+) -> None:
+    # A state kept in a browser or a database column comes back edited or damaged: reading it
+    # must fail with the named error, before the resume claims it or runs an approved tool.
+    srv.chat.script(mixed_reply(), "Finished.")
+    with Session():
+        paused = await asyncio.wait_for(build(srv, Files()).run("clean up"), BOUND)
+    data = json.loads(paused.state.to_json())
+    TAMPERED[tamper](data)
+
+    with pytest.raises(RunStateError, match="to_json"):
+        RunState.from_json(json.dumps(data))
+
+
 def test_a_sqlite_ledger_refuses_a_second_claim_from_another_process(tmp_path: Path) -> None:
     path = tmp_path / "resumed.sqlite"
     ledger = SQLiteResumeLedger(path)

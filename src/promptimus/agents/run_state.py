@@ -179,6 +179,14 @@ class RunState:
             data = json.loads(text)
             if not isinstance(data, dict) or data.get("format") != _FORMAT:
                 raise ValueError("not a promptimus run state (format 1)")
+            record = RunRecord.from_dict(data["record"])
+            if not record.steps:
+                raise ValueError("the record has no step (a paused run has at least one)")
+            paused = [
+                _paused_call(call, len(record.steps[-1].tool_calls)) for call in data["paused"]
+            ]
+            if not paused:
+                raise ValueError("no call is pending (only a paused run has a state)")
             return cls(
                 id=_text(data["id"]),
                 agent=_text(data["agent"]),
@@ -187,13 +195,13 @@ class RunState:
                 steps=int(data["steps"]),
                 conversation=[Message.model_validate(m) for m in data["conversation"]],
                 keep=[Message.model_validate(m) for m in data["keep"]],
-                record=RunRecord.from_dict(data["record"]),
-                paused=[PausedCall(**call) for call in data["paused"]],
+                record=record,
+                paused=paused,
                 retries=int(data.get("retries", 0)),
                 rejected=list(data.get("rejected", [])),
                 errors=list(data.get("errors", [])),
             )
-        except (ValueError, KeyError, TypeError, ValidationError) as exc:
+        except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
             raise RunStateError(
                 f"Cannot read a paused run's state: {type(exc).__name__}: {exc}. Pass the exact "
                 "text `result.state.to_json()` returned."
@@ -216,6 +224,22 @@ def denial_text(name: str, decision: Approval) -> str:
 
 def _dump(message: Message) -> dict[str, Any]:
     return message.model_dump(mode="json", exclude_none=True)
+
+
+def _paused_call(data: Any, calls: int) -> PausedCall:
+    """One pending call read back, checked so a resume cannot fail halfway on a bad field:
+    text where text belongs, and a position among the paused step's `calls` tool calls."""
+    call = PausedCall(**data)
+    for name in ("approval_id", "name", "arguments"):
+        _text(getattr(call, name))
+    if call.call_id is not None:
+        _text(call.call_id)
+    if call.parsed is not None and not isinstance(call.parsed, dict):
+        raise TypeError(f"parsed arguments must be an object, got {type(call.parsed).__name__}")
+    position = call.position
+    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < calls:
+        raise ValueError(f"the pending call's position {position!r} is not among the step's calls")
+    return call
 
 
 def _text(value: Any) -> str:
