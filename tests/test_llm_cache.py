@@ -557,3 +557,22 @@ async def test_a_cache_file_broken_after_opening_never_fails_the_call(
     assert first.content == second.content == "Four."
     assert len(fake_openai.chat.requests) == 2  # nothing stored, nothing served from the file
     assert any("write failed" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_request_never_waits_for_a_stream_its_own_caller_is_still_reading(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    # A stream's pace is its reader's: a caller that reads the first chunk, then asks the same
+    # question in full (a UI preview, a retry path) must get an answer, not wait for itself.
+    fake_openai.chat.script(Reply("one two three four"), Reply("one two three four"))
+    llm = cached(fake_openai, **COLD)
+
+    stream = llm.astream(QUESTION)
+    async for delta in stream:
+        if delta.content:
+            break
+    whole = await asyncio.wait_for(llm.achat(QUESTION), WAIT)
+    await stream.aclose()  # type: ignore[attr-defined]
+
+    assert whole.content == "one two three four"
+    assert len(fake_openai.chat.requests) == 2

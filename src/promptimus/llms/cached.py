@@ -54,7 +54,9 @@ class CachedLLM:
       ``model_name`` still names the model that wrote it. A stream hit replays the reply as
       chunks.
     - Concurrent identical requests are sent once (single flight, per event loop): the others
-      wait for that one and are served from the cache; if it fails, the next one tries.
+      wait for that one and are served from the cache; if it fails, the next one tries. A
+      stream is never waited for (its reader sets its pace, and may be the one waiting): an
+      identical request made while it is read is sent on its own.
     - ``hits``, ``misses`` (requests sent to the model that could have been cached) and
       ``uncacheable`` (requests sent past the cache, e.g. at temperature 1) count the calls.
     """
@@ -116,7 +118,8 @@ class CachedLLM:
             async for delta in self.llm.astream(history, **kwargs):
                 yield delta
             return
-        hit, flight = await self._join(key)
+        # a stream leads no flight: its pace is its reader's, so nobody may wait for it
+        hit, flight = await self._join(key, lead=False)
         if hit is not None:
             for delta in split_message(hit):
                 yield delta
@@ -159,9 +162,10 @@ class CachedLLM:
         self.hits += 1
         return reply
 
-    async def _join(self, key: str) -> tuple[Message | None, _Slot | None]:
-        """A hit, or the flight this call now leads: an identical request already in flight
-        on this loop is waited for (its reply is then a hit), so it is sent once."""
+    async def _join(self, key: str, *, lead: bool = True) -> tuple[Message | None, _Slot | None]:
+        """A hit, or the flight this call now leads (with ``lead``): an identical request
+        already in flight on this loop is waited for (its reply is then a hit), so it is sent
+        once."""
         slot = (id(asyncio.get_running_loop()), key)
         while True:
             hit = await self._hit(key)
@@ -169,8 +173,10 @@ class CachedLLM:
                 return hit, None
             leader = self._flights.get(slot)
             if leader is None:
-                self._flights[slot] = asyncio.Event()
                 self.misses += 1
+                if not lead:
+                    return None, None
+                self._flights[slot] = asyncio.Event()
                 return None, slot
             await leader.wait()  # bounded by the leader's own request (its timeout, retries)
 
