@@ -117,6 +117,20 @@ async def test_a_sliding_window_sends_the_last_messages_and_keeps_the_memory(
     assert [m.content for m in agent.memory.data] == ["q1", "a1", "q2", "a2", "q3", "a3"]
 
 
+async def test_a_window_given_as_a_generator_sends_every_message_it_yields(
+    srv: FakeOpenAIServer,
+) -> None:
+    # `messages=(m for m in ...)` is ordinary Python; checking the items must not use them up
+    # and send the model a request without the conversation.
+    srv.chat.script("a1")
+    agent = OpenaiToolCallingAgent("sys", []).with_llm(make_llm(srv))
+    agent.register_step_hook(lambda ctx: StepUpdate(messages=(m for m in ctx.messages)))
+
+    await asyncio.wait_for(agent("q1"), BOUND)
+
+    assert [contents(r) for r in srv.chat.requests] == [["sys", "q1"]]
+
+
 async def test_system_and_variables_apply_to_one_step_only(srv: FakeOpenAIServer) -> None:
     two_tool_steps(srv)
     agent = OpenaiToolCallingAgent("Answer in {lang}.", Calls().tools()).with_llm(make_llm(srv))

@@ -23,6 +23,7 @@ system prompt and tools. The run record's `StepRecord.request` holds what was ac
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import warnings
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -105,6 +106,9 @@ def _hook_name(hook: Any) -> str:
 def _checked(hook: Any, update: Any) -> StepUpdate | None:
     if update is None or isinstance(update, StepUpdate):
         if update is not None:
+            if update.messages is not None and not isinstance(update.messages, list | tuple):
+                # read an iterable once (a generator would be used up by the check below)
+                update = dataclasses.replace(update, messages=list(update.messages))
             _check_fields(hook, update)
         return update
     raise InvalidArgument(
