@@ -141,3 +141,29 @@ async def test_images_false_names_the_image_in_the_text_only(srv: FakeOpenAIServ
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool"]
     assert messages[-1]["content"] == "snapshot door\n[image (image/png), not shown]"
     assert "base64" not in str(messages)
+
+
+async def test_an_image_format_chat_apis_refuse_is_named_not_sent(srv: FakeOpenAIServer) -> None:
+    # OpenAI takes PNG, JPEG, GIF and WebP only and answers 400 to anything else, which would
+    # end the whole run; an SVG (a diagram server's usual output) is named in the text instead.
+    srv.chat.script(
+        Reply(
+            tool_calls=[
+                ToolCall("diagram", {"label": "flow"}, id="c1"),
+                ToolCall("snapshot", {"label": "door"}, id="c2"),
+            ]
+        ),
+        Reply(content="A flow and a red door."),
+    )
+    async with MCPToolset.stdio(
+        sys.executable, [SERVER], include=["diagram", "snapshot"]
+    ) as toolset:
+        agent = OpenaiToolCallingAgent("Look.", [toolset]).with_llm(make_llm(srv))
+        reply = await asyncio.wait_for(agent.forward("what is there?"), BOUND)
+
+    assert reply.content == "A flow and a red door."
+    messages = srv.chat.requests[1]["messages"]
+    assert [m["role"] for m in messages] == ["system", "user", "assistant", "tool", "tool", "user"]
+    assert "image/svg+xml" in messages[3]["content"] and "not shown" in messages[3]["content"]
+    assert image_urls(messages[5]) == [PNG_URL]  # only the PNG reaches the model
+    assert "svg" not in str(messages[5])

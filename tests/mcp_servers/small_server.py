@@ -97,6 +97,13 @@ def snapshot(label: str) -> list[str | Image]:
 
 
 @server.tool()
+def diagram(label: str) -> list[str | Image]:
+    """A caption and a drawing in SVG, an image format chat APIs do not take."""
+    svg = f'<svg xmlns="http://www.w3.org/2000/svg"><text>{label}</text></svg>'
+    return [f"diagram {label}", Image(data=svg.encode(), format="svg+xml")]
+
+
+@server.tool()
 def tally_then_die(path: str) -> str:
     """Append one line to the file at `path` (counting runs), then end the server process
     before answering: a tool whose connection is lost after it ran."""

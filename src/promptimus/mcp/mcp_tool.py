@@ -163,6 +163,10 @@ def _explain(error: jsonschema.ValidationError) -> str:
     return f"{where}: {error.message}" if where else error.message
 
 
+_CHAT_IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/jpg", "image/gif", "image/webp"})
+"""The image types chat APIs accept in a message (OpenAI's list; others take the same or fewer)."""
+
+
 def _read_content(blocks: list[Any], keep_images: bool) -> tuple[str, list[ImageContent]]:
     """The text of the result's content blocks and its images; kinds without a text form
     (audio, links) are named in the text, not dropped silently."""
@@ -179,9 +183,11 @@ def _read_content(blocks: list[Any], keep_images: bool) -> tuple[str, list[Image
                 parts.append(block.resource.text)
             else:
                 parts.append(f"[{kind or type(block).__name__} content]")
-        elif keep_images:
+        elif keep_images and mime.lower() in _CHAT_IMAGE_TYPES:
             images.append(ImageContent(url=f"data:{mime};base64,{data}"))
             parts.append(f"[image {len(images)} ({mime})]")
+        elif keep_images:  # sent, the request would be refused (a 400) and the run would end
+            parts.append(f"[image ({mime}), not shown: the chat API takes PNG, JPEG, GIF, WebP]")
         else:
             parts.append(f"[image ({mime}), not shown]")
     return "\n".join(parts), images
