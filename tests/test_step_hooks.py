@@ -131,6 +131,29 @@ async def test_a_window_given_as_a_generator_sends_every_message_it_yields(
     assert [contents(r) for r in srv.chat.requests] == [["sys", "q1"]]
 
 
+async def test_a_hook_that_edits_messages_in_place_changes_only_what_this_step_sends(
+    srv: FakeOpenAIServer,
+) -> None:
+    # Trimming long tool results for one step by editing the messages the hook was given is
+    # the obvious way to write it: the run's conversation and the memory must keep the full text.
+    srv.chat.script(Reply(tool_calls=[ToolCall("search", {"query": "x" * 50}, id="c1")]), "ok")
+    agent = OpenaiToolCallingAgent("p", Calls().tools()).with_llm(make_llm(srv))
+
+    def trim(ctx: StepContext[Any]) -> StepUpdate:
+        for message in ctx.messages:
+            message.content = message.content[:8]
+        return StepUpdate(messages=ctx.messages)
+
+    agent.register_step_hook(trim)
+    await asyncio.wait_for(agent("please search for a long word"), BOUND)
+
+    assert contents(srv.chat.requests[1])[1:] == ["please s", "", "found xx"]  # trimmed, sent
+    remembered = [m.content for m in agent.memory.data]
+    assert remembered[0] == "please search for a long word"
+    assert remembered[2] == "found " + "x" * 50
+    assert remembered[3] == "ok"
+
+
 async def test_system_and_variables_apply_to_one_step_only(srv: FakeOpenAIServer) -> None:
     two_tool_steps(srv)
     agent = OpenaiToolCallingAgent("Answer in {lang}.", Calls().tools()).with_llm(make_llm(srv))

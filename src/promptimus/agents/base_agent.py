@@ -589,8 +589,11 @@ class BaseAgent(Module, Generic[OutputT]):
         deps: Any,
         record: RunRecord,
     ) -> StepPlan:
+        # copies of the messages too: a hook that edits one in place (to trim it for this
+        # step) must not change the run's conversation or what the memory keeps
+        messages = [message.model_copy(deep=True) for message in conversation]
         ctx: StepContext[Any] = StepContext(
-            index, list(conversation), self.tool_names(), system.content, deps, record
+            index, messages, self.tool_names(), system.content, deps, record
         )
         return await plan_step(self._step_hooks, ctx, ctx.tool_names, self._step_hook_warned)
 

@@ -47,7 +47,8 @@ class StepContext(Generic[DepsT]):
 
     - `step`: the 0-based index of the LLM call within the run.
     - `messages`: the conversation so far (memory, the request, the tool loop), without the
-      system prompt: what would be sent after it. A copy: change it through `StepUpdate`.
+      system prompt: what would be sent after it. Copies (of the list and of each message):
+      edit them freely and send them through `StepUpdate(messages=...)`.
     - `tool_names`: the names of the tools that would be offered.
     - `system`: the system prompt's text for this step.
     - `deps`: the run's `deps`.
