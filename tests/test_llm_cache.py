@@ -498,10 +498,36 @@ async def test_a_cached_fallback_chain_keys_on_every_provider(
     one = CachedLLM(FallbackLLM(provider(fake_openai, temperature=0), spare), cache)
     other = CachedLLM(FallbackLLM(provider(fake_openai, temperature=0)), cache)
 
-    await one.achat(QUESTION)
-    await other.achat(QUESTION)
+    # temperature per call: the scripted spare sets none, so the chain's shared options do not
+    await one.achat(QUESTION, temperature=0)
+    await other.achat(QUESTION, temperature=0)
 
     assert len(fake_openai.chat.requests) == 2  # a different chain is a different key
+    assert (one.misses, other.misses, other.hits) == (1, 1, 0)  # both were cacheable
+
+
+async def test_a_cached_fallback_chain_keys_on_each_providers_own_options(
+    fake_openai: FakeOpenAIServer,
+) -> None:
+    # An option only the primary sets (max_tokens) is not one the chain's providers share, yet
+    # it changes the reply: a chain with another max_tokens must not be served the short one.
+    fake_openai.chat.script(Reply("cut"), Reply("the whole answer"))
+    cache = MemoryCache()
+    short = CachedLLM(
+        FallbackLLM(provider(fake_openai, temperature=0, max_tokens=5), provider(fake_openai)),
+        cache,
+    )
+    long = CachedLLM(
+        FallbackLLM(provider(fake_openai, temperature=0, max_tokens=500), provider(fake_openai)),
+        cache,
+    )
+
+    first = await asyncio.wait_for(short.achat(QUESTION, temperature=0), WAIT)
+    second = await asyncio.wait_for(long.achat(QUESTION, temperature=0), WAIT)
+
+    assert (first.content, second.content) == ("cut", "the whole answer")
+    assert [r["max_tokens"] for r in fake_openai.chat.requests] == [5, 500]
+    assert (short.misses, long.misses, long.hits) == (1, 1, 0)
 
 
 def add(a: int, b: int) -> int:

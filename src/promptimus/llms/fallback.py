@@ -122,10 +122,15 @@ class FallbackLLM:
         return {k: v for k, v in first.items() if all(k in o and o[k] == v for o in rest)}
 
     def cache_identity(self) -> list[Any]:
-        """What identifies this chain in a response cache key: each provider's identity."""
-        from promptimus.llms.cache_key import provider_identity
+        """What identifies this chain in a response cache key: each provider's identity and
+        its own request options (the key's options hold only those every provider shares,
+        while one only the primary sets, e.g. ``max_tokens``, changes its replies too)."""
+        from promptimus.llms.cache_key import provider_identity, request_options
 
-        return [provider_identity(provider) for provider in self.providers]
+        return [
+            {"provider": provider_identity(provider), "options": request_options(provider, {})}
+            for provider in self.providers
+        ]
 
     def __repr__(self) -> str:
         return f"FallbackLLM({', '.join(repr(p) for p in self.providers)})"
