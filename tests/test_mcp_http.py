@@ -205,3 +205,29 @@ async def test_unreachable_http_server_is_an_mcp_error() -> None:
     url = f"http://127.0.0.1:{free_port()}/mcp"
     with pytest.raises(MCPError, match="Could not connect"):
         await asyncio.wait_for(MCPToolset.http(url).open(), BOUND)
+
+
+async def test_a_secret_in_the_server_url_never_reaches_the_model_or_a_repr(
+    http_server: tuple[str, int], srv: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    # Hosted MCP servers often take their key in the URL's query; the toolset's errors go back
+    # to the model (a third party) as tool errors, and its repr ends up in logs.
+    url, _ = http_server
+    secret = "sk-mcp-url-secret-0042"
+    srv.chat.script(
+        Reply(tool_calls=[ToolCall("tally_then_die", {"path": str(tmp_path / "t")}, id="c1")]),
+        Reply(content="done"),
+    )
+    toolset = MCPToolset.http(f"{url}?api_key={secret}", include=["tally_then_die"])
+    async with toolset:
+        agent = OpenaiToolCallingAgent("Use tools.", [toolset]).with_llm(make_llm(srv))
+        shown = [repr(toolset), repr(agent)]
+        output, record = await asyncio.wait_for(agent.run("go"), BOUND)
+
+    assert output.content == "done"
+    (lost,) = record.tool_calls
+    assert lost.error is not None and "whether the tool ran is unknown" in lost.error
+    assert "127.0.0.1" in lost.error  # the server is still named
+    assert secret not in lost.error
+    assert secret not in json.dumps(srv.chat.requests)
+    assert not any(secret in text for text in shown)

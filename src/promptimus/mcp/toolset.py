@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -121,7 +122,7 @@ class MCPToolset:
     @classmethod
     def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> MCPToolset:
         """A server reached over streamable HTTP at `url` (e.g. `http://127.0.0.1:8000/mcp`)."""
-        return cls(url, url=url, headers=headers, **options)
+        return cls(_shown_url(url), url=url, headers=headers, **options)
 
     def __repr__(self) -> str:
         state = "open" if self._session is not None else "closed"
@@ -392,6 +393,19 @@ def _session_gone(exc: BaseException) -> bool:
 def _refused_unseen(exc: BaseException) -> bool:
     """Whether the server answered that it does not know our session: it ran nothing."""
     return isinstance(exc, SDKError) and exc.error.message in _GONE_MESSAGES
+
+
+def _shown_url(url: str) -> str:
+    """`url` as errors, reprs and the model may see it: hosted servers often take their key in
+    the query or the user info, so query values and the user info are masked."""
+    parts = urllib.parse.urlsplit(url)
+    netloc = parts.netloc.rpartition("@")[2]
+    if "@" in parts.netloc:
+        netloc = "***@" + netloc
+    query = "&".join(
+        f"{key}=***" for key, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)
+    )
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def _describe(exc: BaseException) -> str:
