@@ -520,14 +520,7 @@ class BaseAgent(Module, Generic[OutputT]):
             records[call.position] = denied
             yield self._tool_event(denied, index)
         if approved:
-            tool_ctx: RunContext[Any] = RunContext(
-                deps=deps,
-                messages=conversation,
-                step=index,
-                usage=record.usage,
-                record=record,
-                handoff_view=self._handoff_view(),
-            )
+            tool_ctx = self._tool_context(deps, conversation, index, record)
             ran: list[ToolCallRecord] = []
             async for event in self._execute_tools([c for _, c in approved], tool_ctx, index, ran):
                 yield event
@@ -762,14 +755,7 @@ class BaseAgent(Module, Generic[OutputT]):
                 yield ToolCallEvent(
                     call.id, call.name, call.arguments, index, self._server(call.name)
                 )
-            tool_ctx: RunContext[Any] = RunContext(
-                deps=deps,
-                messages=conversation,
-                step=index,
-                usage=record.usage,
-                record=record,
-                handoff_view=self._handoff_view(),
-            )
+            tool_ctx = self._tool_context(deps, conversation, index, record)
             records = []
             if offered is None and not approval:
                 async for event in self._execute_tools(calls, tool_ctx, index, records):
@@ -807,6 +793,19 @@ class BaseAgent(Module, Generic[OutputT]):
             conversation = [*conversation, *observations]
             keep.extend(observations)
             yield StepEnd(index, reply, step.usage, record.usage)
+
+    def _tool_context(
+        self, deps: Any, conversation: list[Message], index: int, record: RunRecord
+    ) -> RunContext[Any]:
+        """What the tools of step `index` see as `ctx` (the conversation up to their call)."""
+        return RunContext(
+            deps=deps,
+            messages=conversation,
+            step=index,
+            usage=record.usage,
+            record=record,
+            handoff_view=self._handoff_view(),
+        )
 
     async def _execute_tools(
         self,
