@@ -372,13 +372,15 @@ class FakeOpenAIServer:
         await conn.wait_peer_closed()
 
     async def _refuse(self, body: dict[str, Any], conn: HttpConnection) -> bool:
-        """Answer a request the server-wide rules reject; True if it was rejected."""
+        """Answer a request the server-wide rules reject; True if it was rejected. The request
+        is recorded before the answer goes out, so a client that has the answer can count it."""
         rejection = self.reject_response_format
         kind = rejection.rejects(body) if rejection is not None else None
         if rejection is not None and kind is not None:
             error = rejection.body
             if error is None:
                 error = payloads.response_format_rejection_body(kind)
+            self._record_refused(body)
             await _send_json(conn, error, rejection.status)
             return True
         window = self.context_window
@@ -389,13 +391,16 @@ class FakeOpenAIServer:
         if needed <= window:
             return False
         status, error = payloads.context_overflow_body(self.context_dialect, window, needed)
+        self._record_refused(body)
         await _send_json(conn, error, status)
         return True
 
+    def _record_refused(self, body: dict[str, Any]) -> None:
+        if self.record:
+            self.chat._record(body)
+
     async def _chat(self, body: dict[str, Any], conn: HttpConnection) -> None:
         if await self._refuse(body, conn):
-            if self.record:
-                self.chat._record(body)
             return
         item = await self._next(self.chat, body)
         streaming = bool(body.get("stream"))
