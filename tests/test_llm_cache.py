@@ -348,17 +348,22 @@ async def test_a_write_waiting_for_another_writer_does_not_block_the_event_loop(
     other = sqlite3.connect(path, isolation_level=None)  # another process's writer, say
     other.execute("BEGIN IMMEDIATE")
     ticks = 0
+    five_ticks = asyncio.Event()
 
     async def tick() -> None:
         nonlocal ticks
         while True:
             ticks += 1
+            if ticks >= 5:
+                five_ticks.set()
             await asyncio.sleep(0.001)
 
     ticker = asyncio.create_task(tick())
     put = asyncio.create_task(cache.put("k", "v"))
-    await asyncio.sleep(0.1)
-    assert ticks >= 5 and not put.done()  # the loop ran on while the write waited
+    # the loop ran on while the write waited: a write holding the loop for the busy timeout
+    # would have ended (given up) before five ticks could happen
+    await asyncio.wait_for(five_ticks.wait(), WAIT)
+    assert not put.done()
     other.execute("COMMIT")
     await asyncio.wait_for(put, WAIT)
     ticker.cancel()
