@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 import jsonschema
 
-from ..core import Module, Parameter
+from ..core import Parameter
 from ..dto import ImageContent, Message, MessageRole
 from ..errors import ToolArgumentsError, ToolExecutionError
 from ..tools.run_context import RunContext
-from ..tools.tool import Tool, check_tool_name
+from ..tools.tool import Tool
 
 if TYPE_CHECKING:
     from .toolset import MCPToolset
@@ -46,16 +46,7 @@ class MCPTool(Tool):
         input_schema: dict[str, Any],
         prefix: str = "",
     ) -> None:
-        Module.__init__(self)
-        self.timeout = toolset.timeout
-        self._name = check_tool_name(prefix + remote_name)
-        self._fn = None
-        self._async = True
-        self._fresh_session = False
-        self._input = None
-        self._deps_param = None
-        self._handoff_history = False
-        self._handoff_include_tool_loop = False
+        self._init_without_function(prefix + remote_name, toolset.timeout)
         self.remote_name = remote_name
         self._toolset = toolset
         self.description = Parameter(description or "")

@@ -21,10 +21,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..core import Module, ModuleDict, Parameter
+from ..core import ModuleDict, Parameter
 from ..errors import ToolArgumentsError, ToolError, ToolExecutionError
 from .run_context import RunContext
-from .tool import Tool, check_timeout, check_tool_name, tool_result_to_jsonable, toolset
+from .tool import Tool, tool_result_to_jsonable, toolset
 from .tool_schema import ArgSpec, FunctionSchema
 
 __all__ = ["CompositeTool", "SubCall"]
@@ -106,9 +106,7 @@ class CompositeTool(Tool):
         tools: Sequence[Tool],
         timeout: float | None = None,
     ) -> None:
-        Module.__init__(self)
-        check_tool_name(name)
-        self.timeout = check_timeout(timeout, "CompositeTool timeout")
+        self._init_without_function(name, timeout, "CompositeTool timeout")
         by_name = toolset(tools)
         if not by_name:
             raise ToolError(f"CompositeTool {name!r} needs at least one sub-tool.")
@@ -117,14 +115,6 @@ class CompositeTool(Tool):
             __config__=ConfigDict(extra="forbid"),
             p_calls=(list[SubCall], Field(alias="calls")),
         )
-        self._name = name
-        self._fn = None
-        self._async = True
-        self._fresh_session = False
-        self._input = None
-        self._deps_param = None
-        self._handoff_history = False
-        self._handoff_include_tool_loop = False
         self._schema = FunctionSchema(
             summary=description,
             parameters=composite_parameters(list(by_name.values())),

@@ -289,7 +289,7 @@ class Tool(Module):
     """
 
     _schema: FunctionSchema
-    _requires_approval: bool | ApprovalCheck = False  # a subclass that skips __init__ needs none
+    _requires_approval: bool | ApprovalCheck
 
     server: str | None = None
     """The server the tool runs on (an MCP server's name), None for a tool run in this process.
@@ -485,6 +485,24 @@ class Tool(Module):
     def parameters_schema(self) -> dict[str, Any]:
         """The JSON schema of the arguments (shared: do not mutate)."""
         return self._schema.parameters
+
+    def _init_without_function(
+        self, name: str, timeout: float | None, what: str = "Tool timeout"
+    ) -> None:
+        """`__init__` for a subclass that runs no Python function of its own (a composite, an
+        MCP server's tool): the name and timeout, every function-related setting off. The
+        subclass then sets `_schema` (or overrides `parameters_schema`) and `description`."""
+        Module.__init__(self)
+        self._name = check_tool_name(name)
+        self.timeout = check_timeout(timeout, what)
+        self._requires_approval = False
+        self._fn = None
+        self._async = True
+        self._fresh_session = False
+        self._input = None
+        self._deps_param = None
+        self._handoff_history = False
+        self._handoff_include_tool_loop = False
 
     @property
     def requires_approval(self) -> bool | ApprovalCheck:
