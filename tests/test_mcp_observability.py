@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -111,25 +110,13 @@ async def test_react_agent_over_http_names_the_server(srv: FakeOpenAIServer) -> 
 
 otel_sdk = pytest.importorskip("opentelemetry.sdk", reason="install the dev dependency group")
 
-from opentelemetry.sdk.trace import ReadableSpan, TracerProvider  # noqa: E402
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor  # noqa: E402
+from opentelemetry.sdk.trace import ReadableSpan  # noqa: E402
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (  # noqa: E402
     InMemorySpanExporter,
 )
 from opentelemetry.trace import StatusCode  # noqa: E402
 
-from promptimus.tracing import instrument  # noqa: E402
 from promptimus.tracing.spans import TOOL_SERVER  # noqa: E402
-
-
-@pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    with instrument(provider):
-        yield memory
-    provider.shutdown()
 
 
 def span(spans: tuple[ReadableSpan, ...], name: str) -> ReadableSpan:

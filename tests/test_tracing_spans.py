@@ -38,16 +38,6 @@ SECRET = "sk-promptimus-test-0123456789abcdef"
 
 
 @pytest.fixture
-def exporter() -> Iterator[InMemorySpanExporter]:
-    memory = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(memory))
-    with instrument(provider):
-        yield memory
-    provider.shutdown()
-
-
-@pytest.fixture
 def server() -> Iterator[FakeOpenAIServer]:
     with FakeOpenAIServer(api_key=SECRET, require_auth=True) as srv:
         yield srv
