@@ -63,6 +63,7 @@ from ..errors import (
     ToolExecutionError,
     ToolTimeout,
 )
+from . import watchdog
 from .daemon_thread import run_in_daemon_thread
 from .run_context import RunContext
 from .tool_schema import (
@@ -672,31 +673,36 @@ class Tool(Module):
             values[self._deps_param] = ctx.deps
         return self._schema.split(values)
 
-    async def _run(
+    def _run(
         self,
         arguments: str | dict[str, Any] | None,
         ctx: RunContext[Any] | None,
         default_timeout: float | None = None,
-    ) -> Any:
+    ) -> Awaitable[Any]:
+        """The tool's run for `await`: a plain function handing back `_bounded`'s coroutine, so
+        a call holds no extra frame for its whole length (bad arguments raise right here)."""
         args, kwargs = self._prepare(arguments, ctx)
-        return await self._bounded(self._execute(args, kwargs), default_timeout)
+        return self._bounded(self._execute(args, kwargs), default_timeout)
 
     async def _bounded(self, work: Coroutine[Any, Any, Any], default: float | None) -> Any:
         """Await `work` within this tool's timeout (else `default`); `ToolTimeout` past it."""
         limit = self.timeout if self.timeout is not None else default
         if limit is None:
             return await work
-        scope = asyncio.timeout(limit)
+        # the watchdog thread's deadline, not `asyncio.timeout`: no loop timer per call (see
+        # tools/watchdog.py for what a pending loop timer costs a call that waits on a server)
+        deadline = watchdog.arm(limit)
         try:
-            async with scope:
-                return await work
-        except TimeoutError:
-            if not scope.expired():  # not ours (cannot happen: _execute converts errors)
+            return await work
+        except asyncio.CancelledError:
+            if not deadline.expired():  # a cancellation from outside: let it through
                 raise
             raise ToolTimeout(
                 f"Tool {self._name!r} did not return within {_seconds(limit)} and was abandoned. "
                 "Try again with a smaller request, or do without this tool."
             ) from None
+        finally:
+            deadline.disarm()
 
     async def _execute(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
         try:
