@@ -27,6 +27,10 @@ def probe() -> bool:
     trace = _trace_api()
     if trace is None:  # a partial install: never trace automatically
         return True
+    if getattr(trace, "_TRACER_PROVIDER", True) is None and not _provider_from_env():
+        # nothing set yet: what `get_tracer_provider()` would find out only after an
+        # environment lookup, on every module call until a provider appears
+        return False
     if isinstance(trace.get_tracer_provider(), _PLACEHOLDERS):
         return False
     from . import spans
@@ -55,3 +59,9 @@ def _trace_api() -> Any:
 def _switched_off() -> bool:
     # read once: the probe runs on every module call until a provider appears
     return os.environ.get(AUTO_TRACING_ENV, "").strip().lower() in {"0", "false", "off", "no"}
+
+
+@functools.cache
+def _provider_from_env() -> bool:
+    # OpenTelemetry makes the provider this variable names on the first `get_tracer_provider()`
+    return "OTEL_PYTHON_TRACER_PROVIDER" in os.environ
