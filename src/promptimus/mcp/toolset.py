@@ -305,49 +305,44 @@ class MCPToolset:
 
     async def call_tool(self, remote_name: str, arguments: dict[str, Any]) -> Any:
         """Call a tool on the server. A call whose request never reached the server is sent
-        again once after reconnecting; one cut off after sending raises `MCPResultUnknown`."""
+        again once after reconnecting; one cut off after sending raises `MCPResultUnknown`.
+
+        One frame for both attempts (not a helper per attempt): each await of the call resumes
+        every frame above the SDK's, and this is the hot path of every MCP tool call."""
         if self._generation == self._stale_generation:
             await self._reconnect(self._generation, None)
-        generation = self._generation
-        try:
-            return await self._send(remote_name, arguments)
-        except _NotDelivered as undelivered:
-            first = undelivered.cause
-        await self._reconnect(generation, first)
-        try:
-            return await self._send(remote_name, arguments)
-        except _NotDelivered as again:
-            self._stale_generation = self._generation
-            raise MCPError(
-                f"The MCP server {self.server!r} went away and did not answer after reconnecting: "
-                f"{_describe(again.cause)}"
-            ) from again.cause
-
-    async def _send(self, remote_name: str, arguments: dict[str, Any]) -> Any:
-        """One attempt on the current session; `_NotDelivered` if the server surely never got
-        the request (so sending it again cannot run the tool twice)."""
-        session = self._open_session()
-        generation = self._generation
-        attempt = Attempt()
-        token = attempt_var.set(attempt)
-        try:
-            return await session.call_tool(remote_name, arguments)
-        except Exception as exc:
-            if not _session_gone(exc):
-                if isinstance(exc, SDKError):
-                    raise self._refused(remote_name, exc) from exc
-                raise
-            if attempt.maybe_delivered and not _refused_unseen(exc):
-                self._stale_generation = generation
-                raise MCPResultUnknown(
-                    f"The connection to the MCP server {self.server!r} was lost during the call "
-                    f"to its tool {remote_name!r} ({_describe(exc)}), so whether the tool ran is "
-                    "unknown; it was not called again, in case it is not safe to repeat. Check "
-                    "its effect before calling it again; the next call reconnects."
-                ) from exc
-            raise _NotDelivered(exc) from exc
-        finally:
-            attempt_var.reset(token)
+        first: BaseException | None = None
+        while True:
+            session = self._open_session()
+            generation = self._generation
+            attempt = Attempt()
+            token = attempt_var.set(attempt)
+            try:
+                return await session.call_tool(remote_name, arguments)
+            except Exception as exc:
+                if not _session_gone(exc):
+                    if isinstance(exc, SDKError):
+                        raise self._refused(remote_name, exc) from exc
+                    raise
+                if attempt.maybe_delivered and not _refused_unseen(exc):
+                    self._stale_generation = generation
+                    raise MCPResultUnknown(
+                        f"The connection to the MCP server {self.server!r} was lost during the "
+                        f"call to its tool {remote_name!r} ({_describe(exc)}), so whether the "
+                        "tool ran is unknown; it was not called again, in case it is not safe "
+                        "to repeat. Check its effect before calling it again; the next call "
+                        "reconnects."
+                    ) from exc
+                if first is not None:  # the request surely never reached the server, twice
+                    self._stale_generation = self._generation
+                    raise MCPError(
+                        f"The MCP server {self.server!r} went away and did not answer after "
+                        f"reconnecting: {_describe(exc)}"
+                    ) from exc
+                first = exc
+            finally:
+                attempt_var.reset(token)
+            await self._reconnect(generation, first)
 
     def _refused(self, remote_name: str, exc: SDKError) -> ToolExecutionError:
         """The server answered the call with a JSON-RPC error (e.g. invalid parameters): a tool
@@ -370,14 +365,6 @@ class MCPToolset:
                 raise MCPError(
                     f"The MCP server {self.server!r} went away{why} and reconnecting failed: {exc}"
                 ) from exc
-
-
-class _NotDelivered(Exception):
-    """The connection was gone before the request reached the server (internal)."""
-
-    def __init__(self, cause: Exception) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
 
 
 def _session_gone(exc: BaseException) -> bool:

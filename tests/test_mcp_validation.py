@@ -1,0 +1,125 @@
+"""How an MCP tool checks the model's arguments against the server's input schema: jsonschema-rs
+lets valid arguments through, jsonschema judges and words everything it turns down, and no
+`$ref` in a schema is ever fetched from the network."""
+
+from __future__ import annotations
+
+import http.server
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any, ClassVar
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from promptimus.errors import ToolArgumentsError
+from promptimus.mcp import MCPToolset
+from promptimus.mcp.mcp_tool import MCPTool, _fast_check
+
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string", "minLength": 2},
+        "days": {"type": "integer", "minimum": 1, "maximum": 14},
+        "units": {"enum": ["metric", "imperial"]},
+        "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True},
+        "where": {"$ref": "#/$defs/point"},
+    },
+    "required": ["city"],
+    "additionalProperties": False,
+    "$defs": {
+        "point": {
+            "type": "object",
+            "properties": {"lat": {"type": "number"}, "lon": {"type": "number"}},
+            "required": ["lat", "lon"],
+        }
+    },
+}
+
+SAMPLES: list[Any] = [
+    {"city": "Oslo"},
+    {"city": "Oslo", "days": 3, "units": "metric", "tags": ["a", "b"]},
+    {"city": "Oslo", "where": {"lat": 1.5, "lon": 2}},
+    {"city": "O"},
+    {"city": "Oslo", "days": 0},
+    {"city": "Oslo", "days": 1.5},
+    {"city": "Oslo", "units": "kelvin"},
+    {"city": "Oslo", "tags": ["a", "a"]},
+    {"city": "Oslo", "where": {"lat": 1}},
+    {"city": "Oslo", "extra": True},
+    {"days": 3},
+    {"city": 12},
+]
+
+
+def make_tool(schema: dict[str, Any]) -> MCPTool:
+    toolset = MCPToolset.stdio(sys.executable, ["-c", "pass"])  # never opened
+    return MCPTool(toolset, "forecast", "Forecast.", schema)
+
+
+@pytest.mark.parametrize("arguments", SAMPLES)
+def test_the_fast_check_and_jsonschema_agree(arguments: dict[str, Any]) -> None:
+    tool = make_tool(SCHEMA)
+    assert tool._accepts is not None
+    valid_for_jsonschema = not list(tool._validator.iter_errors(arguments))
+    assert tool._accepts(arguments) is valid_for_jsonschema
+    if valid_for_jsonschema:
+        assert tool._validated(arguments) == arguments
+    else:
+        with pytest.raises(ToolArgumentsError, match="'forecast': invalid arguments"):
+            tool._validated(arguments)
+
+
+def test_a_schema_jsonschema_rs_cannot_compile_is_still_checked_by_jsonschema() -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "5"}}}
+    assert _fast_check(schema) is None
+    tool = make_tool(schema)
+    assert tool._validated({}) == {}
+    with pytest.raises(ToolArgumentsError, match="n: 'x' is not of type 'integer'"):
+        tool._validated({"n": "x"})
+
+
+class _Counting(http.server.BaseHTTPRequestHandler):
+    hits: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.hits.append(self.path)
+        body = b'{"type": "integer"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def schema_host() -> Iterator[str]:
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Counting)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Counting.hits.clear()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_remote_ref_in_a_servers_schema_is_never_fetched(schema_host: str) -> None:
+    # jsonschema and jsonschema-rs both fetch remote references by default; a server's schema
+    # must not make the client reach out to hosts of the server's choosing (nor wait on them)
+    schema = {
+        "type": "object",
+        "properties": {"n": {"$ref": f"{schema_host}/n.json"}, "m": {"type": "integer"}},
+    }
+    tool = make_tool(schema)
+    # what this side cannot check, the server judges; the rest is still checked here
+    assert tool._validated({"n": "x"}) == {"n": "x"}
+    with pytest.raises(ToolArgumentsError, match="m: 'y' is not of type 'integer'"):
+        tool._validated({"m": "y"})
+    assert _Counting.hits == []
