@@ -49,7 +49,8 @@ QUESTION = "ping"
 Call = Callable[[], Awaitable[object]]
 
 
-def variants(base_url: str, api_key: str) -> dict[str, Call]:
+def variants(base_url: str, api_key: str) -> tuple[dict[str, Call], openai.AsyncOpenAI]:
+    """The variants, and the raw SDK client to close before the event loop ends."""
     raw = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
     llm = OpenAILike("fake-model", api_key=api_key, base_url=base_url)
     prompt = Prompt(SYSTEM).with_llm(llm)
@@ -77,7 +78,7 @@ def variants(base_url: str, api_key: str) -> dict[str, Call]:
         "OpenAILike.achat": openai_like,
         "Prompt.forward": prompt_forward,
         "MemoryModule.forward": memory_forward,
-    }
+    }, raw
 
 
 async def timed_batch(call: Call, calls: int, concurrency: int) -> tuple[list[float], float]:
@@ -97,7 +98,14 @@ async def timed_batch(call: Call, calls: int, concurrency: int) -> tuple[list[fl
 
 
 async def measure(base_url: str, api_key: str, calls: int, rounds: int) -> None:
-    calls_by_name = variants(base_url, api_key)
+    calls_by_name, raw = variants(base_url, api_key)
+    try:
+        await _measure(calls_by_name, calls, rounds)
+    finally:
+        await raw.close()
+
+
+async def _measure(calls_by_name: dict[str, Call], calls: int, rounds: int) -> None:
     for concurrency in (1, 256):
         n = calls if concurrency > 1 else max(calls // 4, 50)
         samples: dict[str, list[float]] = {name: [] for name in calls_by_name}

@@ -402,3 +402,32 @@ async def test_unauthorized_error_points_at_the_key(srv: FakeOpenAIServer) -> No
     srv.chat.script(Fault.status(401))
     with pytest.raises(ProviderResponseError, match=r"HTTP 401.*API key"):
         await make_llm(srv).achat([user("x")])
+
+
+def test_a_provider_collected_during_a_later_event_loop_leaves_no_task_error(
+    srv: FakeOpenAIServer,
+) -> None:
+    # a provider made inside one `asyncio.run()` and garbage-collected during the next: the
+    # SDK's default HTTP client wrapper scheduled its close on the new loop, which failed on the
+    # old loop's sockets ("Task exception was never retrieved ... Event loop is closed")
+    import gc
+
+    kept: list[OpenAILike] = []
+    errors: list[dict[str, Any]] = []
+
+    async def first() -> None:
+        llm = make_llm(srv)
+        assert (await llm.achat([user("hi")])).content
+        kept.append(llm)
+
+    async def second() -> None:
+        asyncio.get_running_loop().set_exception_handler(lambda _loop, ctx: errors.append(ctx))
+        kept.clear()
+        gc.collect()  # the first loop's client goes now, with this loop running
+        for _ in range(5):
+            await asyncio.sleep(0)
+        gc.collect()  # a failed close task, if any, reports when it is collected
+
+    asyncio.run(first())
+    asyncio.run(second())
+    assert errors == []

@@ -68,6 +68,15 @@ class OpenAIClientFactory:
             kwargs["base_url"] = self.base_url
         if self.timeout is not None:
             kwargs["timeout"] = self.timeout
+        if "http_client" not in kwargs:
+            # the SDK's own default HTTP client, without the wrapper it would make: that one,
+            # dropped unclosed while another event loop runs (a provider made inside one
+            # `asyncio.run()` and collected during the next), schedules its close on the new
+            # loop, where it fails on the old loop's sockets and prints "Task exception was
+            # never retrieved ... Event loop is closed". Each loop's client is dropped with it.
+            from openai import DefaultAsyncHttpxClient
+
+            kwargs["http_client"] = DefaultAsyncHttpxClient()
         return AsyncOpenAI(**kwargs)
 
     def get(self) -> AsyncOpenAI:
