@@ -112,3 +112,25 @@ async def test_arming_outside_a_task_is_refused() -> None:
     await asyncio.sleep(0)
     await asyncio.sleep(0)
     assert result and "task" in str(result[0])
+
+
+async def test_a_disarmed_deadline_keeps_nothing_alive() -> None:
+    import gc
+    import weakref
+
+    async def run_once() -> weakref.ref[asyncio.Task[Any]]:
+        @Tool.decorate(timeout=3600)
+        async def echo(text: str) -> str:
+            """Echo."""
+            return text
+
+        task = asyncio.create_task(echo.call({"text": "x" * 1000}))
+        assert await task == "x" * 1000
+        return weakref.ref(task)
+
+    ref = await run_once()
+    for _ in range(3):  # the loop's own handles let go of the finished task
+        await asyncio.sleep(0)
+    gc.collect()
+    # its hour-long entry is still in the watchdog's heap, but the finished task is gone
+    assert ref() is None

@@ -28,6 +28,7 @@ import math
 import os
 import threading
 import time
+from typing import Any
 
 __all__ = ["Deadline", "arm"]
 
@@ -40,9 +41,9 @@ class Deadline:
 
     __slots__ = ("_cancelling", "_done", "_fired", "_loop", "_taken_back", "_task")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[object]) -> None:
-        self._loop = loop
-        self._task = task
+    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any]) -> None:
+        self._loop: asyncio.AbstractEventLoop | None = loop
+        self._task: asyncio.Task[Any] | None = task
         self._cancelling = task.cancelling()
         self._done = False  # disarmed, or fired
         self._fired = False  # the task was cancelled for this deadline
@@ -50,7 +51,7 @@ class Deadline:
 
     def _expire(self) -> None:
         # in the loop's thread, so it never races `disarm`
-        if not self._done:
+        if not self._done and self._task is not None:
             self._done = True
             self._fired = True
             self._task.cancel()
@@ -58,7 +59,7 @@ class Deadline:
     def expired(self) -> bool:
         """Called on `CancelledError`: True if the cancellation was this deadline's and no other
         is pending (then the caller raises its own timeout error instead)."""
-        if not self._fired or self._taken_back:
+        if not self._fired or self._taken_back or self._task is None:
             return False
         self._taken_back = True
         return self._task.uncancel() <= self._cancelling
@@ -68,8 +69,11 @@ class Deadline:
         ended, take its cancellation back."""
         if not self._done:
             self._done = True
+            # the entry may wait in the heap until its time: it must not keep the task (and
+            # what the task holds) or a closed loop alive that long
+            self._task = self._loop = None
             _watchdog.disarmed += 1
-        elif self._fired and not self._taken_back:
+        elif self._fired and not self._taken_back and self._task is not None:
             self._taken_back = True
             self._task.uncancel()
 
@@ -115,9 +119,11 @@ class _Watchdog:
                     if deadline._done:
                         self.disarmed = max(0, self.disarmed - 1)
                         continue
-                    # a closed loop: nobody is waiting any more
-                    with contextlib.suppress(RuntimeError):
-                        deadline._loop.call_soon_threadsafe(deadline._expire)
+                    loop = deadline._loop  # None if disarmed since the check above
+                    if loop is not None:
+                        # a closed loop: nobody is waiting any more
+                        with contextlib.suppress(RuntimeError):
+                            loop.call_soon_threadsafe(deadline._expire)
                 self._wake_at = heap[0][0] if heap else math.inf
                 # bounded even when idle, so the thread never sleeps past a missed notify
                 self._cond.wait(min(self._wake_at - now, 3600.0))
