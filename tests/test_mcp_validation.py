@@ -123,3 +123,40 @@ def test_a_remote_ref_in_a_servers_schema_is_never_fetched(schema_host: str) -> 
     with pytest.raises(ToolArgumentsError, match="m: 'y' is not of type 'integer'"):
         tool._validated({"m": "y"})
     assert _Counting.hits == []
+
+
+def test_the_rest_of_the_arguments_is_checked_beside_a_remote_ref(schema_host: str) -> None:
+    # the remote part is the server's to judge; a bad argument elsewhere is still caught here
+    # (it was let through whole once the remote `$ref` was reached)
+    schema = {
+        "type": "object",
+        "properties": {"n": {"$ref": f"{schema_host}/n.json"}, "m": {"type": "integer"}},
+    }
+    tool = make_tool(schema)
+    assert tool._validated({"n": "x", "m": 3}) == {"n": "x", "m": 3}
+    with pytest.raises(ToolArgumentsError, match="m: 'y' is not of type 'integer'"):
+        tool._validated({"n": "x", "m": "y"})
+    # a pointer into the unfetched document cannot be followed: the server judges it all
+    pointing = {"type": "object", "properties": {"n": {"$ref": f"{schema_host}/d.json#/a"}}}
+    assert make_tool(pointing)._validated({"n": "x"}) == {"n": "x"}
+    assert _Counting.hits == []
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        ('{"n": Infinity}', "Infinity is not a JSON number"),
+        ('{"n": -Infinity}', "-Infinity is not a JSON number"),
+        ('{"n": NaN}', "NaN is not a JSON number"),
+        ('{"n": 1e999}', "1e999 is too large a number"),
+        ({"n": float("inf")}, "NaN or Infinity is not a JSON number"),
+        ({"n": [1.0, float("nan")]}, "NaN or Infinity is not a JSON number"),
+    ],
+)
+def test_nan_and_infinity_are_not_json_numbers(arguments: Any, said: str) -> None:
+    # Python's JSON reader takes them; jsonschema-rs then reads them as null, so a bound
+    # without a `type` let them through, and the server got something other than a number
+    tool = make_tool({"type": "object", "properties": {"n": {"maximum": 10}}})
+    with pytest.raises(ToolArgumentsError, match=f"not valid JSON \\({said}\\)"):
+        tool._validated(arguments)
+    assert tool._validated('{"n": 1.5e0}') == {"n": 1.5}

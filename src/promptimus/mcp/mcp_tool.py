@@ -19,12 +19,14 @@ each image is then only named in the text (`[image (image/png), not shown]`).
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import jsonschema
 import referencing
 import referencing.exceptions
+import referencing.jsonschema
 
 from ..core import Parameter
 from ..dto import ImageContent, Message, MessageRole
@@ -145,14 +147,18 @@ class MCPTool(Tool):
             values: Any = {}
         elif isinstance(arguments, str):
             try:
-                values = json.loads(arguments)
+                values = json.loads(arguments, parse_constant=_refuse, parse_float=_finite)
             except json.JSONDecodeError as exc:
                 raise ToolArgumentsError(
                     f"Tool {self._name!r}: the arguments are not valid JSON ({exc.msg}). "
                     "Send one JSON object."
                 ) from None
+            except _NonFinite as exc:
+                raise self._non_finite(str(exc)) from None
         else:
             values = arguments
+            if isinstance(values, dict) and _holds_non_finite(values):
+                raise self._non_finite("NaN or Infinity is not a JSON number")
         if not isinstance(values, dict):
             raise ToolArgumentsError(
                 f"Tool {self._name!r}: the arguments must be a JSON object, got "
@@ -160,15 +166,53 @@ class MCPTool(Tool):
             )
         return values
 
+    def _non_finite(self, what: str) -> ToolArgumentsError:
+        # Python's JSON reader takes NaN/Infinity (and 1e999 as inf), jsonschema-rs reads them
+        # as null and jsonschema lets them past most bounds: the server would get null, or text
+        # that is not JSON, in place of a number the model never validly sent
+        return ToolArgumentsError(
+            f"Tool {self._name!r}: the arguments are not valid JSON ({what}). Send one JSON "
+            "object whose numbers are finite."
+        )
 
-def _no_retrieval(uri: str) -> referencing.Resource[Any]:
-    raise referencing.exceptions.NoSuchResource(ref=uri)
+
+class _NonFinite(ValueError):
+    pass
 
 
-_OFFLINE: referencing.Registry[Any] = referencing.Registry(retrieve=_no_retrieval)
+def _refuse(name: str) -> Any:
+    raise _NonFinite(f"{name} is not a JSON number")
+
+
+def _finite(text: str) -> float:
+    number = float(text)
+    if math.isinf(number):
+        raise _NonFinite(f"{text} is too large a number")
+    return number
+
+
+def _holds_non_finite(value: Any) -> bool:
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, dict):
+        return any(_holds_non_finite(item) for item in value.values())
+    if isinstance(value, list | tuple):
+        return any(_holds_non_finite(item) for item in value)
+    return False
+
+
+def _unchecked(uri: str) -> referencing.Resource[Any]:
+    # never fetched: the part of the schema behind it is taken as "anything" (the server judges
+    # that part), and the rest of the arguments is still checked here
+    return referencing.jsonschema.DRAFT202012.create_resource({})
+
+
+_OFFLINE: referencing.Registry[Any] = referencing.Registry(retrieve=_unchecked)
 """A `$ref` in a server's schema is never fetched: otherwise a server could make its client
 reach any host it names (jsonschema still fetches remote references by default, with no
-timeout), and wait on it."""
+timeout), and wait on it. A `$ref` to an outside document accepts anything; only one pointing
+into such a document (`...#/defs/x`), which cannot be followed, lets the arguments through
+unchecked."""
 
 
 def _fast_check(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
