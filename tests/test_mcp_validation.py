@@ -160,3 +160,31 @@ def test_nan_and_infinity_are_not_json_numbers(arguments: Any, said: str) -> Non
     with pytest.raises(ToolArgumentsError, match=f"not valid JSON \\({said}\\)"):
         tool._validated(arguments)
     assert tool._validated('{"n": 1.5e0}') == {"n": 1.5}
+
+
+@pytest.mark.parametrize(
+    "declared",
+    [
+        "https://json-schema.org/draft-07/schema#",  # https: jsonschema takes the newest draft
+        "https://json-schema.org/draft-04/schema#",
+        "http://json-schema.org/draft/2019-09/schema#",
+    ],
+)
+def test_the_fast_check_uses_the_draft_jsonschema_picked(declared: str) -> None:
+    # jsonschema-rs read these `$schema` spellings as the older draft and skipped the `$ref`
+    # sibling and `prefixItems` that jsonschema (on 2020-12) enforces: bad arguments got through
+    schema = {
+        "$schema": declared,
+        "type": "object",
+        "definitions": {"any": {}},
+        "properties": {
+            "name": {"$ref": "#/definitions/any", "type": "string"},
+            "pair": {"type": "array", "prefixItems": [{"type": "integer"}]},
+        },
+    }
+    tool = make_tool(schema)
+    assert tool._validated({"name": "x", "pair": [1]}) == {"name": "x", "pair": [1]}
+    with pytest.raises(ToolArgumentsError, match="name: 3 is not of type 'string'"):
+        tool._validated({"name": 3})
+    with pytest.raises(ToolArgumentsError, match="pair/0: 'a' is not of type 'integer'"):
+        tool._validated({"pair": ["a"]})

@@ -65,7 +65,7 @@ class MCPTool(Tool):
         self._input_schema = schema
         validator = jsonschema.validators.validator_for(schema)
         self._validator = validator(schema, registry=_OFFLINE)
-        self._accepts = _fast_check(schema)
+        self._accepts = _fast_check(schema, validator)
 
     @property
     def origin(self) -> str:
@@ -215,17 +215,38 @@ into such a document (`...#/defs/x`), which cannot be followed, lets the argumen
 unchecked."""
 
 
-def _fast_check(schema: dict[str, Any]) -> Callable[[Any], bool] | None:
+_SAME_DRAFT = {
+    jsonschema.Draft4Validator: "Draft4Validator",
+    jsonschema.Draft6Validator: "Draft6Validator",
+    jsonschema.Draft7Validator: "Draft7Validator",
+    jsonschema.Draft201909Validator: "Draft201909Validator",
+    jsonschema.Draft202012Validator: "Draft202012Validator",
+}
+"""jsonschema-rs's validator for the draft jsonschema picked. jsonschema-rs reads more `$schema`
+spellings (`https://json-schema.org/draft-07/schema#`) than jsonschema, which takes the newest
+draft for those: left to pick its own draft, jsonschema-rs would skip keywords (`prefixItems`,
+`dependentRequired`, ...) that jsonschema enforces, and pass what jsonschema turns down."""
+
+
+def _fast_check(
+    schema: dict[str, Any], validator: type[Any] | None = None
+) -> Callable[[Any], bool] | None:
     """jsonschema-rs's compiled check of `schema`, which lets valid arguments through in well
     under a microsecond (jsonschema's walk takes ~20 us; it still judges and words whatever this
-    turns down). None without jsonschema-rs or for a schema it cannot compile. Offline: a `$ref`
-    to a URL is never fetched (jsonschema-rs would fetch it by default)."""
+    turns down). None without jsonschema-rs, for a schema it cannot compile, or for a draft it
+    lacks (draft 3). `validator`: jsonschema's class for the schema, whose draft this uses.
+    Offline: a `$ref` to a URL is never fetched (jsonschema-rs would fetch it by default)."""
     try:
         import jsonschema_rs
     except ImportError:
         return None
+    if validator is None:
+        validator = jsonschema.validators.validator_for(schema)
+    draft = _SAME_DRAFT.get(validator)  # type: ignore[arg-type]
+    if draft is None:
+        return None
     try:
-        return jsonschema_rs.validator_for(schema, offline=True).is_valid  # type: ignore[no-any-return]
+        return getattr(jsonschema_rs, draft)(schema, offline=True).is_valid  # type: ignore[no-any-return]
     except BaseException as exc:  # a Rust panic is a BaseException; the slow path still works
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
