@@ -188,3 +188,13 @@ def test_the_fast_check_uses_the_draft_jsonschema_picked(declared: str) -> None:
         tool._validated({"name": 3})
     with pytest.raises(ToolArgumentsError, match="pair/0: 'a' is not of type 'integer'"):
         tool._validated({"pair": ["a"]})
+
+
+def test_a_pattern_pythons_re_cannot_read_is_a_tool_error_not_a_crash() -> None:
+    # `\p{L}` is ECMA-262 (what JSON Schema patterns are) but a bad escape for Python's `re`:
+    # jsonschema raised `re.error` out of the call, which ended the agent's whole run
+    schema = {"type": "object", "properties": {"word": {"type": "string", "pattern": r"^\p{L}+$"}}}
+    tool = make_tool(schema)
+    assert tool._validated({"word": "Straße"}) == {"word": "Straße"}
+    with pytest.raises(ToolArgumentsError, match=r'word: "123" does not match'):
+        tool._validated({"word": "123"})

@@ -134,8 +134,13 @@ class MCPTool(Tool):
         except referencing.exceptions.Unresolvable:
             # a `$ref` this side cannot follow (it is never fetched): the server judges
             return values
-        if problems:
+        except Exception:
+            # a schema jsonschema cannot apply (a `pattern` Python's `re` cannot read, such as
+            # `\p{L}`): jsonschema-rs's verdict, else the server's; never a crash of the run
+            lines = "; ".join(_rs_problems(self._accepts, values)[:5])
+        else:
             lines = "; ".join(_explain(p) for p in problems[:5])
+        if lines:
             raise ToolArgumentsError(
                 f"Tool {self._name!r}: invalid arguments: {lines}. Fix them and call again."
             )
@@ -251,6 +256,21 @@ def _fast_check(
         if isinstance(exc, KeyboardInterrupt | SystemExit):
             raise
         return None
+
+
+def _rs_problems(check: Callable[[Any], bool] | None, values: dict[str, Any]) -> list[str]:
+    validator = getattr(check, "__self__", None)  # the jsonschema-rs validator `_fast_check` made
+    if validator is None:
+        return []
+    try:
+        errors = list(validator.iter_errors(values))
+    except Exception:
+        return []
+    problems = []
+    for error in errors:
+        where = "/".join(str(p) for p in error.instance_path)
+        problems.append(f"{where}: {error.message}" if where else error.message)
+    return problems
 
 
 def _explain(error: jsonschema.ValidationError) -> str:
