@@ -134,3 +134,58 @@ async def test_a_disarmed_deadline_keeps_nothing_alive() -> None:
     gc.collect()
     # its hour-long entry is still in the watchdog's heap, but the finished task is gone
     assert ref() is None
+
+
+async def test_a_deadline_and_an_outside_cancellation_together_stay_a_cancellation() -> None:
+    # the loop is held while the deadline passes, so the watchdog's cancellation and ours are
+    # both pending when the call resumes: ours must win, and only ours must be left counted
+    tool = Tool(never_returns, name="hang", timeout=0.05)
+    task = asyncio.create_task(tool.call({}))
+    await asyncio.sleep(0)  # armed
+    loop = asyncio.get_running_loop()
+
+    def hold_then_cancel() -> None:
+        import time
+
+        time.sleep(0.3)  # the deadline passes; the watchdog queues its cancellation meanwhile
+        task.cancel()
+
+    loop.call_soon(hold_then_cancel)
+    with pytest.raises(asyncio.CancelledError):
+        await asyncio.wait_for(task, CAP)
+    assert task.cancelled()
+
+
+def test_deadlines_of_event_loops_in_several_threads_each_cancel_their_own_call() -> None:
+    import threading
+
+    outcomes: dict[int, list[str]] = {}
+
+    def one_loop(index: int) -> None:
+        async def calls() -> list[str]:
+            hang = Tool(never_returns, name="hang", timeout=0.02)
+
+            @Tool.decorate(timeout=CAP)
+            async def quick() -> str:
+                """Return at once."""
+                return "ok"
+
+            seen = []
+            for _ in range(10):
+                try:
+                    await asyncio.wait_for(hang.call({}), CAP)
+                except ToolTimeout:
+                    seen.append("timeout")
+                seen.append(await asyncio.wait_for(quick.call({}), CAP))
+                task = asyncio.current_task()
+                assert task is not None and task.cancelling() == 0
+            return seen
+
+        outcomes[index] = asyncio.run(calls())
+
+    threads = [threading.Thread(target=one_loop, args=(i,)) for i in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(CAP)
+    assert outcomes == {i: ["timeout", "ok"] * 10 for i in range(4)}
