@@ -198,3 +198,16 @@ def test_a_pattern_pythons_re_cannot_read_is_a_tool_error_not_a_crash() -> None:
     assert tool._validated({"word": "Straße"}) == {"word": "Straße"}
     with pytest.raises(ToolArgumentsError, match=r'word: "123" does not match'):
         tool._validated({"word": "123"})
+
+
+def test_a_schema_naming_a_draft_jsonschema_does_not_know_is_read_as_the_newest() -> None:
+    # no DeprecationWarning ("... will raise an error in the future"), which would one day fail
+    # every toolset whose server writes such a `$schema`
+    import warnings
+
+    schema = {"$schema": "https://example.com/my-draft", "type": "object", "required": ["a"]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tool = make_tool(schema)
+    with pytest.raises(ToolArgumentsError, match="'a' is a required property"):
+        tool._validated({})

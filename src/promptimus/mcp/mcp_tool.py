@@ -63,7 +63,9 @@ class MCPTool(Tool):
             self.description.value = description or ""
         schema = dict(input_schema) if input_schema else {"type": "object", "properties": {}}
         self._input_schema = schema
-        validator = jsonschema.validators.validator_for(schema)
+        # a `$schema` jsonschema does not know: the newest draft, said outright (left implicit,
+        # jsonschema warns that it will raise for it in the future, which would fail the toolset)
+        validator = jsonschema.validators.validator_for(schema, default=_NEWEST)
         self._validator = validator(schema, registry=_OFFLINE)
         self._accepts = _fast_check(schema, validator)
 
@@ -233,6 +235,8 @@ into such a document (`...#/defs/x`), which cannot be followed, lets the argumen
 unchecked."""
 
 
+_NEWEST: Any = jsonschema.Draft202012Validator
+
 _SAME_DRAFT = {
     jsonschema.Draft4Validator: "Draft4Validator",
     jsonschema.Draft6Validator: "Draft6Validator",
@@ -259,7 +263,7 @@ def _fast_check(
     except ImportError:
         return None
     if validator is None:
-        validator = jsonschema.validators.validator_for(schema)
+        validator = jsonschema.validators.validator_for(schema, default=_NEWEST)
     draft = _SAME_DRAFT.get(validator)  # type: ignore[arg-type]
     if draft is None:
         return None
