@@ -129,8 +129,9 @@ class MCPTool(Tool):
             try:
                 if self._accepts(values):
                     return values
-            except Exception:  # jsonschema decides below
-                pass
+            except BaseException as exc:  # a Rust panic too: jsonschema decides below
+                if isinstance(exc, KeyboardInterrupt | SystemExit):
+                    raise
         try:
             problems = sorted(self._validator.iter_errors(values), key=lambda e: list(e.path))
         except referencing.exceptions.Unresolvable:
