@@ -28,6 +28,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 __all__ = ["Deadline", "arm"]
@@ -80,7 +81,8 @@ class Deadline:
 
 class _Watchdog:
     def __init__(self) -> None:
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._heap: list[tuple[float, int, Deadline]] = []
         self._order = itertools.count()
         self._wake_at = math.inf
@@ -93,7 +95,7 @@ class _Watchdog:
             raise RuntimeError("a deadline needs a running asyncio task")
         deadline = Deadline(task.get_loop(), task)
         when = time.monotonic() + seconds
-        with self._cond:
+        with self._lock:  # the condition's own lock: `notify` below may be called holding it
             heap = self._heap
             if len(heap) > _COMPACT_ABOVE and self.disarmed * 2 > len(heap):
                 heap[:] = [entry for entry in heap if not entry[2]._done]
@@ -130,7 +132,8 @@ class _Watchdog:
 
     def forget(self) -> None:
         """In a forked child: the thread did not survive the fork."""
-        self._cond = threading.Condition(threading.Lock())
+        self._lock = threading.Lock()
+        self._cond = threading.Condition(self._lock)
         self._heap = []
         self._wake_at = math.inf
         self._thread = None
@@ -143,7 +146,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_watchdog.forget)
 
 
-def arm(seconds: float) -> Deadline:
-    """A deadline `seconds` from now for the current task: past it, the task is cancelled
-    unless `disarm()` was called first."""
-    return _watchdog.arm(seconds)
+arm: Callable[[float], Deadline] = _watchdog.arm
+"""`arm(seconds)`: a deadline `seconds` from now for the current task; past it, the task is
+cancelled unless `disarm()` was called first."""

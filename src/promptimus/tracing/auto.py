@@ -19,9 +19,21 @@ __all__ = ["AUTO_TRACING_ENV", "probe"]
 AUTO_TRACING_ENV = "PROMPTIMUS_AUTO_TRACING"
 
 
+_unset: Any = None
+"""OpenTelemetry's trace module once the probe has seen it with no provider and none named by
+the environment: from then on, one attribute read per module call says "not yet"."""
+
+
 def probe() -> bool:
     """Instrument if a real global tracer provider is set; True once there is nothing left to
     decide (instrumented now or before, or switched off by the environment)."""
+    if _unset is not None and _unset._TRACER_PROVIDER is None:
+        return False
+    return _probe()
+
+
+def _probe() -> bool:
+    global _unset
     if _switched_off():
         return True
     trace = _trace_api()
@@ -30,6 +42,7 @@ def probe() -> bool:
     if getattr(trace, "_TRACER_PROVIDER", True) is None and not _provider_from_env():
         # nothing set yet: what `get_tracer_provider()` would find out only after an
         # environment lookup, on every module call until a provider appears
+        _unset = trace
         return False
     if isinstance(trace.get_tracer_provider(), _PLACEHOLDERS):
         return False
