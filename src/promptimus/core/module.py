@@ -61,10 +61,14 @@ class IncompatibleKeys(NamedTuple):
     unexpected_keys: list[str]
 
 
-def _wrap_forward(fn: Callable[..., Any]) -> Callable[..., Any]:
+def _wrap_forward(fn: Callable[..., Any], *, is_forward: bool = True) -> Callable[..., Any]:
+    """`fn` run as a call of its module: the auto-tracing probe, the active module, the hooks
+    and interceptors. `is_forward=False` for a body that is not the class's `forward` (an agent's
+    run), which always gets the full call."""
+
     @functools.wraps(fn)
     async def forward(self: Module, *args: Any, **kwargs: Any) -> Any:
-        if _active_module.get() is self and type(self).forward is not forward:
+        if is_forward and _active_module.get() is self and type(self).forward is not forward:
             return await fn(self, *args, **kwargs)  # a super().forward() call inside our own call
         if hooks.auto_probe is not None and "opentelemetry.trace" in sys.modules:
             hooks.step_auto_probe()
@@ -72,7 +76,7 @@ def _wrap_forward(fn: Callable[..., Any]) -> Callable[..., Any]:
         try:
             if self._forward_pre_hooks or self._forward_hooks or active_interceptors():
                 return await self._call_hooked(fn, args, kwargs)
-            # the common case inline: one coroutine frame less on every await of every call
+            # the common case here, not in a helper: one coroutine frame less on every await
             return await fn(self, *args, **kwargs)
         finally:
             _active_module.reset(token)
@@ -461,17 +465,8 @@ class Module(ABC):
     async def _call(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        """`fn(self, *args, **kwargs)` as a call of this module (the wrapped `forward` inlines
-        this, to spare every call a coroutine frame)."""
-        if hooks.auto_probe is not None and "opentelemetry.trace" in sys.modules:
-            hooks.step_auto_probe()
-        token = _active_module.set(self)
-        try:
-            if self._forward_pre_hooks or self._forward_hooks or active_interceptors():
-                return await self._call_hooked(fn, args, kwargs)
-            return await fn(self, *args, **kwargs)
-        finally:
-            _active_module.reset(token)
+        """`fn(self, *args, **kwargs)` as a call of this module, as its wrapped `forward` is."""
+        return await _wrap_forward(fn, is_forward=False)(self, *args, **kwargs)
 
     async def _call_hooked(
         self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]
