@@ -97,6 +97,24 @@ async def timed_batch(call: Call, calls: int, concurrency: int) -> tuple[list[fl
     return latencies, time.process_time() - cpu_start
 
 
+async def sample_rounds(
+    calls_by_name: dict[str, Call], n: int, concurrency: int, rounds: int, warm_up: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each variant's call latencies, and its CPU per call in each round: after a warm-up batch
+    of each, `rounds` rounds run every variant in turn, so a slow spell hits them alike."""
+    samples: dict[str, list[float]] = {name: [] for name in calls_by_name}
+    cpu: dict[str, list[float]] = {name: [] for name in calls_by_name}
+    for call in calls_by_name.values():  # warm up connections and caches
+        await timed_batch(call, min(n, warm_up), concurrency)
+    per_round = max(n // rounds, concurrency)
+    for _ in range(rounds):
+        for name, call in calls_by_name.items():
+            latencies, seconds = await timed_batch(call, per_round, concurrency)
+            samples[name].extend(latencies)
+            cpu[name].append(seconds / len(latencies))
+    return samples, cpu
+
+
 async def measure(base_url: str, api_key: str, calls: int, rounds: int) -> None:
     calls_by_name, raw = variants(base_url, api_key)
     try:
@@ -108,26 +126,17 @@ async def measure(base_url: str, api_key: str, calls: int, rounds: int) -> None:
 async def _measure(calls_by_name: dict[str, Call], calls: int, rounds: int) -> None:
     for concurrency in (1, 256):
         n = calls if concurrency > 1 else max(calls // 4, 50)
-        samples: dict[str, list[float]] = {name: [] for name in calls_by_name}
-        cpu: dict[str, float] = dict.fromkeys(calls_by_name, 0.0)
-        for call in calls_by_name.values():  # warm up connections and caches
-            await timed_batch(call, min(n, 256), concurrency)
-        per_round = max(n // rounds, concurrency)
-        for _ in range(rounds):
-            for name, call in calls_by_name.items():
-                latencies, seconds = await timed_batch(call, per_round, concurrency)
-                samples[name].extend(latencies)
-                cpu[name] += seconds
+        samples, cpu = await sample_rounds(calls_by_name, n, concurrency, rounds, 256)
         raw = "raw openai SDK"
         base = statistics.median(samples[raw])
-        base_cpu = cpu[raw] / len(samples[raw])
+        base_cpu = statistics.fmean(cpu[raw])
         print(f"\nconcurrency {concurrency} ({len(samples[raw])} calls per variant)")
         header = f"{'variant':<22}{'median ms':>10}{'p90 ms':>9}{'ratio':>8}"
         print(header + f"{'CPU us/call':>13}{'ratio':>8}")
         for name, values in samples.items():
             median = statistics.median(values)
             p90 = statistics.quantiles(values, n=10)[-1]
-            per_call = cpu[name] / len(values)
+            per_call = statistics.fmean(cpu[name])
             print(
                 f"{name:<22}{median * 1e3:>10.3f}{p90 * 1e3:>9.3f}{median / base:>7.3f}x"
                 f"{per_call * 1e6:>13.0f}{per_call / base_cpu:>7.3f}x"
@@ -279,16 +288,7 @@ async def measure_tool_loop(base_url: str, api_key: str, loops: int, rounds: int
     calls_by_name, clients = tool_loop_variants(base_url, api_key)
     for concurrency in (1, 64):
         n = loops if concurrency > 1 else max(loops // 4, 50)
-        samples: dict[str, list[float]] = {name: [] for name in calls_by_name}
-        cpu: dict[str, list[float]] = {name: [] for name in calls_by_name}
-        for call in calls_by_name.values():
-            await timed_batch(call, min(n, 64), concurrency)
-        per_round = max(n // rounds, concurrency)
-        for _ in range(rounds):
-            for name, call in calls_by_name.items():
-                latencies, seconds = await timed_batch(call, per_round, concurrency)
-                samples[name].extend(latencies)
-                cpu[name].append(seconds / len(latencies))
+        samples, cpu = await sample_rounds(calls_by_name, n, concurrency, rounds, 64)
         print(
             f"\n3-step tool loop, concurrency {concurrency} "
             f"({len(next(iter(samples.values())))} runs per variant, {rounds} rounds)"
