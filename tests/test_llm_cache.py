@@ -181,14 +181,20 @@ async def test_a_cut_stream_is_never_cached(fake_openai: FakeOpenAIServer) -> No
     assert replayed.model_name == "fake-model"
 
 
-async def test_a_stream_left_before_its_end_is_not_cached(fake_openai: FakeOpenAIServer) -> None:
-    fake_openai.chat.script(Reply("one two three four"), Reply("one two three four"))
-    llm = cached(fake_openai, **COLD)
-
+async def read_first_chunk(llm: Any) -> Any:
+    """A stream of QUESTION's answer, read up to its first text and left open."""
     stream = llm.astream(QUESTION)
     async for delta in stream:
         if delta.content:
             break
+    return stream
+
+
+async def test_a_stream_left_before_its_end_is_not_cached(fake_openai: FakeOpenAIServer) -> None:
+    fake_openai.chat.script(Reply("one two three four"), Reply("one two three four"))
+    llm = cached(fake_openai, **COLD)
+
+    stream = await read_first_chunk(llm)
     await stream.aclose()  # type: ignore[attr-defined]
     await aaccumulate(llm.astream(QUESTION))
 
@@ -598,10 +604,7 @@ async def test_a_request_never_waits_for_a_stream_its_own_caller_is_still_readin
     fake_openai.chat.script(Reply("one two three four"), Reply("one two three four"))
     llm = cached(fake_openai, **COLD)
 
-    stream = llm.astream(QUESTION)
-    async for delta in stream:
-        if delta.content:
-            break
+    stream = await read_first_chunk(llm)
     whole = await asyncio.wait_for(llm.achat(QUESTION), WAIT)
     await stream.aclose()  # type: ignore[attr-defined]
 
