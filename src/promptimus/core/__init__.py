@@ -1,14 +1,14 @@
 """The core: modules, parameters, checkpoints. Knows no provider, no HTTP, no OpenAI."""
 
-from .checkpointing import module_dict_from_toml_str, module_dict_to_toml_str
-from .containers import ModuleDict, ModuleList
-from .hooks import RemovableHandle, register_module_call_interceptor
-from .limits import (
+from ..checkpoint.limits import (
     DEFAULT_MAX_EXPANDED_CHARS,
     DEFAULT_MAX_FILE_BYTES,
     MAX_MODULE_DEPTH,
     MAX_VALUE_DEPTH,
 )
+from ..checkpoint.read import module_dict_from_toml_str, module_dict_to_toml_str
+from .containers import ModuleDict, ModuleList
+from .hooks import RemovableHandle, register_module_call_interceptor
 from .module import IncompatibleKeys, Module
 from .parameters import Parameter
 from .session import Session, current_session

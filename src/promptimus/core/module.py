@@ -20,6 +20,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from .._lazy import deprecated_exports
+from ..checkpoint import read as checkpointing
+from ..checkpoint import update as checkpoint_saving
+from ..checkpoint.limits import DEFAULT_MAX_EXPANDED_CHARS, DEFAULT_MAX_FILE_BYTES, MAX_MODULE_DEPTH
 from ..errors import (
     EmbedderNotSet,
     LLMNotSet,
@@ -31,9 +34,8 @@ from ..errors import (
     SyncCallInLoop,
     VectorStoreNotSet,
 )
-from . import checkpoint_saving, checkpointing, hooks
+from . import hooks
 from .hooks import RemovableHandle, active_interceptors, maybe_await
-from .limits import DEFAULT_MAX_EXPANDED_CHARS, DEFAULT_MAX_FILE_BYTES, MAX_MODULE_DEPTH
 from .parameters import UNSET, Parameter, copy_value, owner_path
 
 if TYPE_CHECKING:

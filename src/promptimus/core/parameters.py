@@ -9,8 +9,8 @@ import math
 import weakref
 from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 
+from ..checkpoint.limits import MAX_VALUE_DEPTH
 from ..errors import InvalidParameterValue, ParamNotSet
-from .limits import MAX_VALUE_DEPTH
 
 if TYPE_CHECKING:
     from .module import Module

@@ -638,7 +638,7 @@ def _read_header(path: Path) -> dict[str, Any]:
 def _atomic_write(path: Path, data: bytes) -> None:
     # the core's writer names its temporary files by writer, so a save after a crash (kill -9
     # during an autosave) removes what the dead writer left
-    from ..core.checkpoint_files import atomic_write_bytes
+    from ..checkpoint.files import atomic_write_bytes
 
     path.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_bytes(path, data)

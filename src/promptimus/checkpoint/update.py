@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.parameters import check_value
 from ..errors import (
     CheckpointError,
     CheckpointSyntaxError,
@@ -39,8 +40,8 @@ from ..errors import (
     CheckpointWriteError,
     PromptimusError,
 )
-from .checkpoint_files import FileRefused, read_regular_file
-from .checkpointing import (
+from .files import FileRefused, read_regular_file
+from .read import (
     _REFERENCE_SHAPE,
     FORMAT_MARK,
     _module_dict_parts,
@@ -54,7 +55,6 @@ from .checkpointing import (
     is_exact_format,
     render_module_dict,
 )
-from .parameters import check_value
 
 if TYPE_CHECKING:
     from tomlkit.container import Container

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..core.parameters import Parameter, check_value, copy_value, value_digest
 from ..errors import (
     CheckpointError,
     CheckpointMismatch,
@@ -54,17 +55,16 @@ from ..errors import (
     ReferenceTooLarge,
     UnsafeReference,
 )
-from .checkpoint_files import FileRefused, atomic_write_bytes, read_regular_file
+from .files import FileRefused, atomic_write_bytes, read_regular_file
 from .limits import (
     DEFAULT_MAX_EXPANDED_CHARS,
     DEFAULT_MAX_FILE_BYTES,
     MAX_MODULE_DEPTH,
     MAX_VALUE_DEPTH,
 )
-from .parameters import Parameter, check_value, copy_value, value_digest
 
 if TYPE_CHECKING:
-    from .module import Module
+    from ..core.module import Module
 
 # --------------------------------------------------------------------------------------- writing
 

@@ -1,0 +1,1 @@
+"""Checkpoints: reading, load planning, writing, updating in place, references and files."""
