@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.parameters import Parameter, check_value, copy_value, value_digest
+from ..core.parameters import Parameter
 from ..errors import (
     CheckpointError,
     CheckpointMismatch,
@@ -62,6 +62,7 @@ from .limits import (
     MAX_MODULE_DEPTH,
     MAX_VALUE_DEPTH,
 )
+from .values import check_value, copy_value, value_digest
 
 if TYPE_CHECKING:
     from ..core.module import Module

@@ -32,7 +32,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..core.parameters import check_value
 from ..errors import (
     CheckpointError,
     CheckpointSyntaxError,
@@ -55,6 +54,7 @@ from .read import (
     is_exact_format,
     render_module_dict,
 )
+from .values import check_value
 
 if TYPE_CHECKING:
     from tomlkit.container import Container
