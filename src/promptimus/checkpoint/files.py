@@ -20,13 +20,25 @@ older versions (`.<name>.<random>.tmp`) carry no owner and are left alone.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import re
 import stat
 from pathlib import Path
 
+from ..errors import CheckpointWriteError
 from .limits import DEFAULT_MAX_FILE_BYTES
+
+__all__ = [
+    "FileRefused",
+    "atomic_write_bytes",
+    "atomic_write_text",
+    "read_regular_file",
+    "read_text",
+    "remove_stale_temp_files",
+    "temp_name",
+]
 
 
 class FileRefused(Exception):
@@ -156,3 +168,39 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
                 os.fsync(dir_fd)
             finally:
                 os.close(dir_fd)
+
+
+def read_text(path: Path, limit: int) -> str:
+    """UTF-8 text of a regular file of at most `limit` bytes (raises `FileRefused`, `OSError`,
+    `UnicodeDecodeError`)."""
+    return read_regular_file(path, limit).decode("utf-8")
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write UTF-8 text so that readers see the old file or the new one, never a mix. Every
+    failure is a `CheckpointWriteError`; the old file is then left as it was."""
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CheckpointWriteError(
+            f"Cannot save checkpoint {path}: the text has an unpaired surrogate "
+            f"({text[max(exc.start - 20, 0) : exc.start]!r} is followed by one), which UTF-8 "
+            "cannot hold; rename the key or fix the value that has it."
+        ) from None
+    try:
+        atomic_write_bytes(path, data)
+    except OSError as exc:
+        if isinstance(exc, IsADirectoryError) or path.is_dir():
+            hint = "it is a folder; save to a file path inside it instead"
+        elif exc.errno == errno.EFBIG:
+            hint = "the file would exceed the file-size limit (ulimit -f); raise the limit"
+        elif exc.errno == errno.ENOSPC:
+            hint = "the disk is full; free some space"
+        elif not path.parent.is_dir():
+            hint = f"the folder {path.parent} does not exist; create that folder first"
+        else:
+            hint = "check that the folder is writable"
+        raise CheckpointWriteError(
+            f"Cannot save checkpoint {path}: {exc.strerror or exc}; {hint}. The previous file, "
+            "if any, is unchanged."
+        ) from exc

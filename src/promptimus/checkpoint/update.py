@@ -39,22 +39,11 @@ from ..errors import (
     CheckpointWriteError,
     PromptimusError,
 )
-from .files import FileRefused, read_regular_file
-from .read import (
-    _REFERENCE_SHAPE,
-    FORMAT_MARK,
-    _module_dict_parts,
-    _ModuleDict,
-    _RefContext,
-    _resolve_string,
-    _top_value,
-    atomic_write_text,
-    check_nesting,
-    checkpoint_text,
-    is_exact_format,
-    render_module_dict,
-)
+from .files import FileRefused, atomic_write_text, read_regular_file
+from .format import FORMAT_MARK, REFERENCE_SHAPE, check_nesting, is_exact_format, module_dict_parts
+from .references import ReferenceContext, ResolvedModuleDict, resolve_string
 from .values import check_value
+from .write import checkpoint_text, render_module_dict, top_value
 
 if TYPE_CHECKING:
     from tomlkit.container import Container
@@ -107,7 +96,7 @@ class _Edit:
             item: tuple[str, Any] = ("item", _string_item(value))
         else:
             item = ("ref", f"k{len(self.values)}")
-            self.values.append(f"{item[1]} = {_top_value(value)}\n")
+            self.values.append(f"{item[1]} = {top_value(value)}\n")
         self.places.append((container, name, after, item))
 
     def add_table(self, container: Any, name: str, module: Mapping[str, Any], where: str) -> None:
@@ -136,8 +125,8 @@ def _string_item(value: str) -> Any:
     """A tomlkit string item whose text is exactly the writer's (multi-line basic) text."""
     from tomlkit.items import String, StringType, Trivia
 
-    text = _top_value(value)  # '"""' newline, escaped value, newline '"""'
-    parsed = ("$" + value if _REFERENCE_SHAPE.fullmatch(value) else value) + "\n"
+    text = top_value(value)  # '"""' newline, escaped value, newline '"""'
+    parsed = ("$" + value if REFERENCE_SHAPE.fullmatch(value) else value) + "\n"
     return String(StringType.MLB, parsed, text[3:-3], Trivia())
 
 
@@ -183,7 +172,7 @@ def _is_table(item: Any) -> bool:
 
 
 class _Updater:
-    def __init__(self, ctx: _RefContext) -> None:
+    def __init__(self, ctx: ReferenceContext) -> None:
         self.ctx = ctx
         self.edit = _Edit()
 
@@ -191,10 +180,10 @@ class _Updater:
         """Does the stored TOML value read back (marked rule, references resolved) as `value`?"""
         if isinstance(stored, str):
             try:
-                stored = _resolve_string(stored, key, self.ctx)
+                stored = resolve_string(stored, key, self.ctx)
             except CheckpointError:
                 return False
-            if isinstance(stored, _ModuleDict):
+            if isinstance(stored, ResolvedModuleDict):
                 return False
         return _same_value(stored, value)
 
@@ -202,17 +191,17 @@ class _Updater:
         if not isinstance(stored, str):
             return False
         try:
-            resolved = _resolve_string(stored, key, self.ctx)
+            resolved = resolve_string(stored, key, self.ctx)
         except CheckpointError:
             return False
-        return isinstance(resolved, _ModuleDict) and _same_module(resolved, module)
+        return isinstance(resolved, ResolvedModuleDict) and _same_module(resolved, module)
 
     def update(
         self, table: Any, stored: Mapping[str, Any], module: Mapping[str, Any], where: str
     ) -> None:
         """Make `table` (a tomlkit container) hold `module`; `stored` is its old content as the
         loader's parser (tomllib) reads it."""
-        params, submodules = _module_dict_parts(module, where or "root")
+        params, submodules = module_dict_parts(module, where or "root")
         for name in [k for k in table if k not in params and k not in submodules]:
             del table[name]
         items = _items(table)
@@ -257,7 +246,7 @@ def _plain_module_dict(table: Mapping[str, Any]) -> dict[str, Any] | None:
             continue
         if isinstance(value, str):
             value = value[:-1] if value.endswith("\n") else value
-            if _REFERENCE_SHAPE.fullmatch(value):
+            if REFERENCE_SHAPE.fullmatch(value):
                 if not value.startswith("$$"):
                     return None
                 value = value[1:]
@@ -308,7 +297,7 @@ def update_checkpoint_text(old_text: str, data: Mapping[str, Any], path: Path) -
     except TOMLKitError as exc:  # pragma: no cover - tomllib rejects what tomlkit rejects
         raise _not_toml(source, str(exc)) from None
     base = path.resolve().parent
-    ctx = _RefContext(base, (base,), (str(path.resolve()),), source, exact=True)
+    ctx = ReferenceContext(base, (base,), (str(path.resolve()),), source, exact=True)
     updater = _Updater(ctx)
     updater.update(doc, stored, data, "")
     updater.edit.apply(tomlkit)

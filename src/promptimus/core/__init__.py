@@ -6,7 +6,8 @@ from ..checkpoint.limits import (
     MAX_MODULE_DEPTH,
     MAX_VALUE_DEPTH,
 )
-from ..checkpoint.read import module_dict_from_toml_str, module_dict_to_toml_str
+from ..checkpoint.read import module_dict_from_toml_str
+from ..checkpoint.write import module_dict_to_toml_str
 from .containers import ModuleDict, ModuleList
 from .hooks import RemovableHandle, register_module_call_interceptor
 from .module import IncompatibleKeys, Module

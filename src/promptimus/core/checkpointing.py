@@ -1,10 +1,7 @@
 """The path promptimus 0.1 (and the CLI) import checkpoint text functions from; the code lives in
 `promptimus.checkpoint`."""
 
-from ..checkpoint.read import (
-    module_dict_from_toml_str,
-    module_dict_to_toml_str,
-    read_checkpoint,
-)
+from ..checkpoint.read import module_dict_from_toml_str, read_checkpoint
+from ..checkpoint.write import module_dict_to_toml_str
 
 __all__ = ["module_dict_from_toml_str", "module_dict_to_toml_str", "read_checkpoint"]

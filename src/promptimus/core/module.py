@@ -20,9 +20,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from .._lazy import deprecated_exports
-from ..checkpoint import read as checkpointing
-from ..checkpoint import update as checkpoint_saving
 from ..checkpoint.limits import DEFAULT_MAX_EXPANDED_CHARS, DEFAULT_MAX_FILE_BYTES, MAX_MODULE_DEPTH
+from ..checkpoint.plan import plan_load
+from ..checkpoint.read import read_checkpoint
+from ..checkpoint.update import save_checkpoint
+from ..checkpoint.write import checkpoint_text
 from ..errors import (
     EmbedderNotSet,
     LLMNotSet,
@@ -531,7 +533,7 @@ class Module(ABC):
             for part in parents:
                 node = node["submodules"].setdefault(part, {"params": {}, "submodules": {}})
             node["params"][leaf] = value
-        plan = checkpointing.plan_load(self, nested, strict=strict)
+        plan = plan_load(self, nested, strict=strict)
         plan.apply()
         return IncompatibleKeys(plan.missing, plan.unexpected)
 
@@ -549,12 +551,12 @@ class Module(ABC):
 
     def load_dict(self, checkpoint: Mapping[str, Any], strict: bool = True) -> Self:
         """Load a module dict (as `serialize()` returns); validated first, then all or nothing."""
-        checkpointing.plan_load(self, checkpoint, strict=strict).apply()
+        plan_load(self, checkpoint, strict=strict).apply()
         return self
 
     def describe(self) -> str:
         """The module's checkpoint as TOML text: what `save()` writes to a new file."""
-        return checkpointing.checkpoint_text(self.serialize())
+        return checkpoint_text(self.serialize())
 
     def save(self, path: str | os.PathLike[str], *, keep_comments: bool = True) -> Self:
         """Write the checkpoint atomically: on any failure the previous file stays intact.
@@ -564,7 +566,7 @@ class Module(ABC):
         file that is not TOML raises `CheckpointSyntaxError` and stays as it is; pass
         `keep_comments=False` to replace any existing file with a fresh checkpoint.
         """
-        checkpoint_saving.save_checkpoint(Path(path), self.serialize(), keep_comments)
+        save_checkpoint(Path(path), self.serialize(), keep_comments)
         return self
 
     def load(
@@ -584,7 +586,7 @@ class Module(ABC):
         and the checkpoint with every reference expanded may hold at most `max_expanded_chars`
         characters (`ReferenceTooLarge`), so nested references cannot multiply into gigabytes.
         """
-        data = checkpointing.read_checkpoint(
+        data = read_checkpoint(
             Path(path),
             allow_paths=allow_paths,
             max_file_bytes=max_file_bytes,

@@ -1,0 +1,140 @@
+"""Load planning: a module dict validated against a module tree before anything changes, then
+applied all at once (`LoadPlan.apply`), so a load either changes every value or none."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..core.parameters import Parameter
+from ..errors import CheckpointMismatch, InvalidParameterValue
+from .format import module_dict_parts
+from .values import check_value, copy_value, value_digest
+
+if TYPE_CHECKING:
+    from ..core.module import Module
+
+__all__ = ["LoadPlan", "plan_load"]
+
+
+@dataclass
+class LoadPlan:
+    """Everything a load would change, computed before anything is changed."""
+
+    assignments: dict[int, tuple[Parameter[Any], Any, str]] = field(default_factory=dict)
+    missing: list[str] = field(default_factory=list)
+    unexpected: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def apply(self) -> None:
+        for param, value, _ in self.assignments.values():
+            param._value = value
+
+
+def _kind(value: Any) -> str:
+    for kind in (bool, int, float, str, list):
+        if isinstance(value, kind):
+            return kind.__name__
+    return type(value).__name__
+
+
+def _fit(param: Parameter[Any], value: Any, key: str) -> Any:
+    # copied: the loaded module must not share a list with the caller's dict (or another module)
+    value = copy_value(check_value(value, f"Checkpoint key {key!r}"))
+    if not param.is_set:
+        return value
+    want, got = _kind(param._value), _kind(value)
+    if want == got:
+        return value
+    if want == "float" and got == "int":
+        return float(value)
+    raise InvalidParameterValue(
+        f"{key}: the parameter holds a {want} but the checkpoint has a {got} ({value!r:.60}); "
+        "fix the value in the checkpoint or change the parameter's default."
+    )
+
+
+def plan_load(module: Module, data: Mapping[str, Any], strict: bool = True) -> LoadPlan:
+    """Validate a module dict against `module`'s tree; raise `CheckpointMismatch` listing every
+    problem, or return the plan whose `apply()` changes everything at once."""
+    plan = LoadPlan()
+    base = module.path  # errors name absolute paths; missing/unexpected keep relative keys
+
+    def relative(key: str) -> str:
+        return key[len(base) + 1 :]
+
+    def walk(node: Module, module_dict: Mapping[str, Any], prefix: str) -> None:
+        if not isinstance(module_dict, Mapping):
+            plan.errors.append(f"{prefix}: is a submodule, but the checkpoint has a value")
+            return
+        try:
+            params, submodules = module_dict_parts(module_dict, prefix)
+        except CheckpointMismatch as exc:
+            plan.errors.append(str(exc))
+            return
+        for name, value in params.items():
+            key = f"{prefix}.{name}"
+            param = node._parameters.get(name)
+            if param is None:
+                if name in node._submodules:
+                    plan.errors.append(f"{key}: is a submodule, but the checkpoint has a value")
+                else:
+                    plan.unexpected.append(relative(key))
+                continue
+            try:
+                fitted = _fit(param, value, key)
+            except InvalidParameterValue as exc:
+                plan.errors.append(str(exc))
+                continue
+            earlier = plan.assignments.get(id(param))
+            if earlier is not None and value_digest(earlier[1]) != value_digest(fitted):
+                plan.errors.append(
+                    f"{key}: the same parameter is shared with {earlier[2]}, but the checkpoint "
+                    "gives the two paths different values"
+                )
+                continue
+            plan.assignments[id(param)] = (param, fitted, key)
+        for name, param in node._parameters.items():
+            if name not in params and param.is_set:
+                plan.missing.append(relative(f"{prefix}.{name}"))
+        for name, value in submodules.items():
+            key = f"{prefix}.{name}"
+            child = node._submodules.get(name)
+            if child is None:
+                if name in node._parameters:
+                    plan.errors.append(f"{key}: is a parameter, but the checkpoint has a table")
+                else:
+                    plan.unexpected.append(relative(key))
+                continue
+            walk(child, value, key)
+        for name, child in node._submodules.items():
+            if name not in submodules:
+                walk(child, {}, f"{prefix}.{name}")
+
+    if not isinstance(data, Mapping):
+        raise CheckpointMismatch(f"A checkpoint must be a module dict, got {type(data).__name__}.")
+    walk(module, data, base)
+    problems = list(plan.errors)
+    if strict and plan.unexpected:
+        problems.append(
+            "unknown keys (the module has no such parameter or submodule): "
+            + ", ".join(f"{base}.{key}" for key in plan.unexpected)
+        )
+    if strict and plan.missing:
+        problems.append(
+            "missing keys (the module has them, the checkpoint does not): "
+            + ", ".join(f"{base}.{key}" for key in plan.missing)
+        )
+    if problems:
+        hint = (
+            "\nPass strict=False to load the matching keys and skip unknown/missing ones."
+            if strict and (plan.unexpected or plan.missing) and not plan.errors
+            else ""
+        )
+        raise CheckpointMismatch(
+            "Checkpoint does not fit the module; nothing was loaded:\n- "
+            + "\n- ".join(problems)
+            + hint
+        )
+    return plan
