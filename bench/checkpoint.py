@@ -32,7 +32,8 @@ from typing import Any
 import tomlkit
 
 from promptimus import Module, Parameter
-from promptimus.core.checkpointing import atomic_write_text, render_module_dict
+from promptimus.checkpoint.files import atomic_write_text
+from promptimus.checkpoint.write import render_module_dict
 
 PER_MODULE = 100
 

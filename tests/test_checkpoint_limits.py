@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 import promptimus as pm
+from promptimus.checkpoint import files as checkpoint_files
 from promptimus.core import (
     DEFAULT_MAX_EXPANDED_CHARS,
     DEFAULT_MAX_FILE_BYTES,
@@ -25,7 +26,6 @@ from promptimus.core import (
     ModuleDict,
     ModuleList,
     Parameter,
-    checkpointing,
     module_dict_from_toml_str,
     module_dict_to_toml_str,
 )
@@ -172,13 +172,13 @@ def fan_out(folder: Path, levels: int, width: int = 8) -> Path:
 
 def count_reads(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
     reads: list[Path] = []
-    real = checkpointing.read_regular_file
+    real = checkpoint_files.read_regular_file
 
     def counting(path: Path, limit: int | None = DEFAULT_MAX_FILE_BYTES) -> bytes:
         reads.append(Path(path))
         return real(path, limit)
 
-    monkeypatch.setattr(checkpointing, "read_regular_file", counting)
+    monkeypatch.setattr(checkpoint_files, "read_regular_file", counting)
     return reads
 
 

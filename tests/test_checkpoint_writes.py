@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from promptimus.core import Module, ModuleDict, Parameter, checkpoint_files
+from promptimus.checkpoint import files as checkpoint_files
+from promptimus.core import Module, ModuleDict, Parameter
 from promptimus.errors import CheckpointWriteError
 from promptimus.llms.dummy import DummyLLm
 
