@@ -1,7 +1,6 @@
-"""Saving a checkpoint. A new file gets the writer's text (fast, no TOML library involved).
-Over an existing file the values are updated in place, so the comments, blank lines, key order
-and formatting a user gave the file survive (tomlkit, a style-preserving TOML library, keeps them).
-Either way the write is atomic and the result carries the format mark.
+"""Updating a checkpoint in place: over an existing file, `save()` changes the values only, so
+the comments, blank lines, key order and formatting a user gave the file survive (tomlkit, a
+style-preserving TOML library, keeps them). The result carries the format mark.
 
 What changes: a parameter whose value differs is rewritten in the writer's exact layout (a comment
 at the end of its line stays); a new parameter goes after the last parameter of its table, a new
@@ -36,10 +35,8 @@ from ..errors import (
     CheckpointError,
     CheckpointSyntaxError,
     CheckpointTooDeep,
-    CheckpointWriteError,
     PromptimusError,
 )
-from .files import FileRefused, atomic_write_text, read_regular_file
 from .format import FORMAT_MARK, REFERENCE_SHAPE, check_nesting, is_exact_format, module_dict_parts
 from .references import ReferenceContext, ResolvedModuleDict, resolve_string
 from .values import check_value
@@ -48,8 +45,10 @@ from .write import checkpoint_text, render_module_dict, top_value
 if TYPE_CHECKING:
     from tomlkit.container import Container
 
+__all__ = ["not_toml", "update_checkpoint_text"]
 
-def _not_toml(source: str, detail: str) -> CheckpointSyntaxError:
+
+def not_toml(source: str, detail: str) -> CheckpointSyntaxError:
     return CheckpointSyntaxError(
         f"Cannot save over {source}: the file exists but is not a TOML checkpoint ({detail}), so "
         "its comments cannot be kept. Fix or delete the file, or call "
@@ -275,16 +274,16 @@ def update_checkpoint_text(old_text: str, data: Mapping[str, Any], path: Path) -
     try:
         was_marked = is_exact_format(old_text, source)
     except CheckpointSyntaxError as exc:
-        raise _not_toml(source, str(exc)) from None
+        raise not_toml(source, str(exc)) from None
     try:
         stored = tomllib.loads(old_text)
         check_nesting(stored, source)
     except ValueError as exc:
-        raise _not_toml(source, str(exc)) from None
+        raise not_toml(source, str(exc)) from None
     except RecursionError:
-        raise _not_toml(source, "arrays nested thousands of levels deep") from None
+        raise not_toml(source, "arrays nested thousands of levels deep") from None
     except CheckpointTooDeep as exc:
-        raise _not_toml(source, str(exc)) from None
+        raise not_toml(source, str(exc)) from None
     if not old_text.strip():
         return checkpoint_text(data)
     plain = _plain_module_dict(stored)
@@ -295,7 +294,7 @@ def update_checkpoint_text(old_text: str, data: Mapping[str, Any], path: Path) -
     try:
         doc = tomlkit.parse(old_text)
     except TOMLKitError as exc:  # pragma: no cover - tomllib rejects what tomlkit rejects
-        raise _not_toml(source, str(exc)) from None
+        raise not_toml(source, str(exc)) from None
     base = path.resolve().parent
     ctx = ReferenceContext(base, (base,), (str(path.resolve()),), source, exact=True)
     updater = _Updater(ctx)
@@ -303,35 +302,3 @@ def update_checkpoint_text(old_text: str, data: Mapping[str, Any], path: Path) -
     updater.edit.apply(tomlkit)
     text = doc.as_string()
     return text if was_marked else f"{FORMAT_MARK}\n{text}"
-
-
-def save_checkpoint(path: Path, data: Mapping[str, Any], keep_comments: bool = True) -> None:
-    """Write `data` to `path` atomically; over an existing file, keep what the user wrote in it
-    (unless `keep_comments=False`, which writes a fresh file)."""
-    old_text = None
-    try:
-        # read even with keep_comments=False: a folder, FIFO or device there is refused before
-        # anything is written (opening a FIFO this way never blocks)
-        old = read_regular_file(path, None if keep_comments else 0)
-        old_text = old.decode("utf-8") if keep_comments else None
-    except FileNotFoundError:
-        pass
-    except FileRefused as exc:
-        if "limit" not in exc.reason:  # with keep_comments=False any regular file is replaced
-            raise CheckpointWriteError(
-                f"Cannot save checkpoint {path}: the path {exc.reason}; save to a file path "
-                "(inside that folder, if it is one)."
-            ) from None
-    except UnicodeDecodeError as exc:
-        raise _not_toml(str(path), f"not UTF-8 text: {exc.reason}") from None
-    except OSError as exc:
-        if keep_comments:
-            raise CheckpointError(
-                f"Cannot save over {path}: it cannot be read ({exc.strerror or exc}). Check the "
-                "path and its permissions."
-            ) from None
-    if old_text is None:
-        text = checkpoint_text(data)
-    else:
-        text = update_checkpoint_text(old_text, data, path)
-    atomic_write_text(path, text)

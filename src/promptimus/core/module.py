@@ -23,7 +23,7 @@ from .._lazy import deprecated_exports
 from ..checkpoint.limits import DEFAULT_MAX_EXPANDED_CHARS, DEFAULT_MAX_FILE_BYTES, MAX_MODULE_DEPTH
 from ..checkpoint.plan import plan_load
 from ..checkpoint.read import read_checkpoint
-from ..checkpoint.update import save_checkpoint
+from ..checkpoint.save import save_checkpoint
 from ..checkpoint.write import checkpoint_text
 from ..errors import (
     EmbedderNotSet,
