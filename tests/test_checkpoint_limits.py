@@ -34,9 +34,12 @@ from promptimus.errors import (
     CheckpointReferenceError,
     CheckpointTooDeep,
     CheckpointWriteError,
+    FileRefused,
+    FileTooLarge,
     InvalidParameterValue,
     ModuleError,
     ModuleTooDeep,
+    NotARegularFile,
     ReferenceTooLarge,
 )
 
@@ -151,6 +154,18 @@ def test_checkpoint_over_the_size_limit_is_refused(tmp_path: Path) -> None:
     root.save(tmp_path / "c.toml")
     with pytest.raises(ReferenceTooLarge, match="max_file_bytes"):
         reference_tree().load(tmp_path / "c.toml", max_file_bytes=4000)
+
+
+def test_files_that_may_not_be_read_are_told_apart_by_type(tmp_path: Path) -> None:
+    (tmp_path / "big.txt").write_bytes(b"x" * 10)
+    with pytest.raises(FileTooLarge, match="10 bytes, more than the limit of 5 bytes") as large:
+        checkpoint_files.read_regular_file(tmp_path / "big.txt", 5)
+    with pytest.raises(NotARegularFile, match="a folder") as folder:
+        checkpoint_files.read_regular_file(tmp_path, 5)
+    for refused in (large.value, folder.value):
+        assert isinstance(refused, FileRefused) and isinstance(refused, pm.PromptimusError)
+    assert not isinstance(folder.value, FileTooLarge)
+    assert checkpoint_files.read_regular_file(tmp_path / "big.txt", 10) == b"x" * 10
 
 
 # ---------------------------------------------------------------------------- nested references

@@ -77,6 +77,23 @@ class UnsafeReference(CheckpointReferenceError):
     """A `${file:...}` reference points outside the checkpoint's folder."""
 
 
+class FileRefused(PromptimusError):
+    """A checkpoint or a file it references may not be read. `reason` completes "the file ...".
+    The checkpoint code turns it into a `CheckpointError` naming the checkpoint and the key."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class NotARegularFile(FileRefused):
+    """The path is a folder, a FIFO, a device or a socket: only regular files are read."""
+
+
+class FileTooLarge(FileRefused):
+    """The file holds more bytes than the limit it was read with (`max_file_bytes`)."""
+
+
 # --- calling modules ---------------------------------------------------------------------------
 
 

@@ -27,11 +27,10 @@ import re
 import stat
 from pathlib import Path
 
-from ..errors import CheckpointWriteError
+from ..errors import CheckpointWriteError, FileTooLarge, NotARegularFile
 from .limits import DEFAULT_MAX_FILE_BYTES
 
 __all__ = [
-    "FileRefused",
     "atomic_write_bytes",
     "atomic_write_text",
     "read_regular_file",
@@ -39,14 +38,6 @@ __all__ = [
     "remove_stale_temp_files",
     "temp_name",
 ]
-
-
-class FileRefused(Exception):
-    """Internal: a file that may not be read; `reason` completes "the file ..."."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
 
 
 def _kind(mode: int) -> str:
@@ -64,8 +55,9 @@ def _kind(mode: int) -> str:
 def read_regular_file(path: Path, limit: int | None = DEFAULT_MAX_FILE_BYTES) -> bytes:
     """The bytes of the regular file at `path`, at most `limit` of them (None: no limit).
 
-    Raises `FileRefused` for anything that is not a regular file or is larger than `limit`, and
-    `OSError` (FileNotFoundError, PermissionError, ...) when it cannot be opened.
+    Raises `NotARegularFile` for anything that is not a regular file, `FileTooLarge` for a file
+    larger than `limit`, and `OSError` (FileNotFoundError, PermissionError, ...) when it cannot
+    be opened.
     """
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
     flags |= getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
@@ -73,16 +65,16 @@ def read_regular_file(path: Path, limit: int | None = DEFAULT_MAX_FILE_BYTES) ->
     try:
         info = os.fstat(fd)  # the opened file itself: no window for a swap after a check
         if not stat.S_ISREG(info.st_mode):
-            raise FileRefused(f"is {_kind(info.st_mode)}; only regular files can be read")
+            raise NotARegularFile(f"is {_kind(info.st_mode)}; only regular files can be read")
         if limit is not None and info.st_size > limit:
-            raise FileRefused(f"is {info.st_size} bytes, more than the limit of {limit} bytes")
+            raise FileTooLarge(f"is {info.st_size} bytes, more than the limit of {limit} bytes")
     except BaseException:
         os.close(fd)
         raise
     with os.fdopen(fd, "rb") as handle:
         data = handle.read() if limit is None else handle.read(limit + 1)
     if limit is not None and len(data) > limit:  # it grew while being read
-        raise FileRefused(f"is more than the limit of {limit} bytes")
+        raise FileTooLarge(f"is more than the limit of {limit} bytes")
     return data
 
 
@@ -171,8 +163,8 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def read_text(path: Path, limit: int) -> str:
-    """UTF-8 text of a regular file of at most `limit` bytes (raises `FileRefused`, `OSError`,
-    `UnicodeDecodeError`)."""
+    """UTF-8 text of a regular file of at most `limit` bytes (raises a `FileRefused` subclass,
+    `OSError`, `UnicodeDecodeError`)."""
     return read_regular_file(path, limit).decode("utf-8")
 
 

@@ -8,8 +8,14 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError, CheckpointSyntaxError, ReferenceTooLarge
-from .files import FileRefused, read_text
+from ..errors import (
+    CheckpointError,
+    CheckpointSyntaxError,
+    FileTooLarge,
+    NotARegularFile,
+    ReferenceTooLarge,
+)
+from .files import read_text
 from .format import is_exact_format, parse_toml
 from .limits import DEFAULT_MAX_EXPANDED_CHARS, DEFAULT_MAX_FILE_BYTES
 from .references import Expansion, ReferenceContext, resolve_table
@@ -57,11 +63,11 @@ def read_checkpoint(
 ) -> dict[str, Any]:
     try:
         text = read_text(path, max_file_bytes)
-    except FileRefused as exc:
-        if "limit" in exc.reason:
-            raise ReferenceTooLarge(
-                f"Checkpoint {path} {exc.reason}; pass a larger max_file_bytes to load()."
-            ) from None
+    except FileTooLarge as exc:
+        raise ReferenceTooLarge(
+            f"Checkpoint {path} {exc.reason}; pass a larger max_file_bytes to load()."
+        ) from None
+    except NotARegularFile as exc:
         raise CheckpointError(f"Cannot read checkpoint {path}: it {exc.reason}.") from None
     except UnicodeDecodeError as exc:
         raise CheckpointSyntaxError(f"{path} is not UTF-8 text ({exc.reason}).") from None

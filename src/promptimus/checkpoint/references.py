@@ -19,10 +19,12 @@ from typing import Any
 from ..errors import (
     CheckpointReferenceError,
     CheckpointTooDeep,
+    FileRefused,
+    FileTooLarge,
     ReferenceTooLarge,
     UnsafeReference,
 )
-from .files import FileRefused, read_text
+from .files import read_text
 from .format import REFERENCE, REFERENCE_SHAPE, is_exact_format, parse_toml
 from .limits import DEFAULT_MAX_EXPANDED_CHARS, DEFAULT_MAX_FILE_BYTES, MAX_MODULE_DEPTH
 
@@ -58,7 +60,7 @@ class ReferenceContext:
 def _refused(
     ctx: ReferenceContext, key: str, what: str, exc: FileRefused
 ) -> CheckpointReferenceError:
-    if "limit" in exc.reason:
+    if isinstance(exc, FileTooLarge):
         return ReferenceTooLarge(
             f"{ctx.source}: {key} references {what}, which {exc.reason}; shrink the file or "
             "pass a larger max_file_bytes to load()."
@@ -139,7 +141,7 @@ def _read_pkg_reference(
             with resource.open("rb") as handle:
                 data = handle.read(limit + 1)
             if len(data) > limit:
-                raise FileRefused(f"is more than the limit of {limit} bytes")
+                raise FileTooLarge(f"is more than the limit of {limit} bytes")
             text = data.decode("utf-8")
     except FileRefused as exc:
         raise _refused(ctx, key, what, exc) from None

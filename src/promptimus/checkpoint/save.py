@@ -10,8 +10,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..errors import CheckpointError, CheckpointWriteError
-from .files import FileRefused, atomic_write_text, read_regular_file
+from ..errors import CheckpointError, CheckpointWriteError, FileTooLarge, NotARegularFile
+from .files import atomic_write_text, read_regular_file
 from .update import not_toml, update_checkpoint_text
 from .write import checkpoint_text
 
@@ -29,12 +29,13 @@ def save_checkpoint(path: Path, data: Mapping[str, Any], keep_comments: bool = T
         old_text = old.decode("utf-8") if keep_comments else None
     except FileNotFoundError:
         pass
-    except FileRefused as exc:
-        if "limit" not in exc.reason:  # with keep_comments=False any regular file is replaced
-            raise CheckpointWriteError(
-                f"Cannot save checkpoint {path}: the path {exc.reason}; save to a file path "
-                "(inside that folder, if it is one)."
-            ) from None
+    except FileTooLarge:  # only with keep_comments=False: any regular file is replaced
+        pass
+    except NotARegularFile as exc:
+        raise CheckpointWriteError(
+            f"Cannot save checkpoint {path}: the path {exc.reason}; save to a file path "
+            "(inside that folder, if it is one)."
+        ) from None
     except UnicodeDecodeError as exc:
         raise not_toml(str(path), f"not UTF-8 text: {exc.reason}") from None
     except OSError as exc:
