@@ -1,28 +1,53 @@
 """Load planning: a module dict validated against a module tree before anything changes, then
-applied all at once (`LoadPlan.apply`), so a load either changes every value or none."""
+applied all at once (`LoadPlan.apply`), so a load either changes every value or none.
+
+The planner knows no `Module` class: it reads a tree through two small structural protocols,
+`ModuleLike` and `ParameterLike`, which `Module` and `Parameter` satisfy. So the core imports the
+checkpoint code and never the other way round.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from ..core.parameters import Parameter
 from ..errors import CheckpointMismatch, InvalidParameterValue
 from .format import module_dict_parts
 from .values import check_value, copy_value, value_digest
 
-if TYPE_CHECKING:
-    from ..core.module import Module
+__all__ = ["LoadPlan", "ModuleLike", "ParameterLike", "plan_load"]
 
-__all__ = ["LoadPlan", "plan_load"]
+
+class ParameterLike(Protocol):
+    """A parameter as the planner sees it: whether it holds a value, and the raw value (`UNSET`
+    when it has none), which `LoadPlan.apply` assigns as the plan checked it."""
+
+    _value: Any
+
+    @property
+    def is_set(self) -> bool: ...
+
+
+class ModuleLike(Protocol):
+    """A module as the planner sees it: its absolute path, and the parameters and submodules
+    registered on it, by name (a member shared under two names appears under both)."""
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def _parameters(self) -> Mapping[str, ParameterLike]: ...
+
+    @property
+    def _submodules(self) -> Mapping[str, ModuleLike]: ...
 
 
 @dataclass
 class LoadPlan:
     """Everything a load would change, computed before anything is changed."""
 
-    assignments: dict[int, tuple[Parameter[Any], Any, str]] = field(default_factory=dict)
+    assignments: dict[int, tuple[ParameterLike, Any, str]] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
     unexpected: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
@@ -39,7 +64,7 @@ def _kind(value: Any) -> str:
     return type(value).__name__
 
 
-def _fit(param: Parameter[Any], value: Any, key: str) -> Any:
+def _fit(param: ParameterLike, value: Any, key: str) -> Any:
     # copied: the loaded module must not share a list with the caller's dict (or another module)
     value = copy_value(check_value(value, f"Checkpoint key {key!r}"))
     if not param.is_set:
@@ -55,7 +80,7 @@ def _fit(param: Parameter[Any], value: Any, key: str) -> Any:
     )
 
 
-def plan_load(module: Module, data: Mapping[str, Any], strict: bool = True) -> LoadPlan:
+def plan_load(module: ModuleLike, data: Mapping[str, Any], strict: bool = True) -> LoadPlan:
     """Validate a module dict against `module`'s tree; raise `CheckpointMismatch` listing every
     problem, or return the plan whose `apply()` changes everything at once."""
     plan = LoadPlan()
@@ -64,7 +89,7 @@ def plan_load(module: Module, data: Mapping[str, Any], strict: bool = True) -> L
     def relative(key: str) -> str:
         return key[len(base) + 1 :]
 
-    def walk(node: Module, module_dict: Mapping[str, Any], prefix: str) -> None:
+    def walk(node: ModuleLike, module_dict: Mapping[str, Any], prefix: str) -> None:
         if not isinstance(module_dict, Mapping):
             plan.errors.append(f"{prefix}: is a submodule, but the checkpoint has a value")
             return
