@@ -80,24 +80,31 @@ def _fit(param: ParameterLike, value: Any, key: str) -> Any:
     )
 
 
-def plan_load(module: ModuleLike, data: Mapping[str, Any], strict: bool = True) -> LoadPlan:
-    """Validate a module dict against `module`'s tree; raise `CheckpointMismatch` listing every
-    problem, or return the plan whose `apply()` changes everything at once."""
-    plan = LoadPlan()
-    base = module.path  # errors name absolute paths; missing/unexpected keep relative keys
+class _Planner:
+    """One walk over a module tree beside a module dict, filling a `LoadPlan`. Errors name
+    absolute paths (under `base`, the root's path); missing/unexpected keep relative keys."""
 
-    def relative(key: str) -> str:
-        return key[len(base) + 1 :]
+    def __init__(self, base: str) -> None:
+        self.base = base
+        self.plan = LoadPlan()
 
-    def walk(node: ModuleLike, module_dict: Mapping[str, Any], prefix: str) -> None:
+    def relative(self, key: str) -> str:
+        return key[len(self.base) + 1 :]
+
+    def walk(self, node: ModuleLike, module_dict: Mapping[str, Any], prefix: str) -> None:
         if not isinstance(module_dict, Mapping):
-            plan.errors.append(f"{prefix}: is a submodule, but the checkpoint has a value")
+            self.plan.errors.append(f"{prefix}: is a submodule, but the checkpoint has a value")
             return
         try:
             params, submodules = module_dict_parts(module_dict, prefix)
         except CheckpointMismatch as exc:
-            plan.errors.append(str(exc))
+            self.plan.errors.append(str(exc))
             return
+        self.parameters(node, params, prefix)
+        self.submodules(node, submodules, prefix)
+
+    def parameters(self, node: ModuleLike, params: Mapping[str, Any], prefix: str) -> None:
+        plan = self.plan
         for name, value in params.items():
             key = f"{prefix}.{name}"
             param = node._parameters.get(name)
@@ -105,7 +112,7 @@ def plan_load(module: ModuleLike, data: Mapping[str, Any], strict: bool = True) 
                 if name in node._submodules:
                     plan.errors.append(f"{key}: is a submodule, but the checkpoint has a value")
                 else:
-                    plan.unexpected.append(relative(key))
+                    plan.unexpected.append(self.relative(key))
                 continue
             try:
                 fitted = _fit(param, value, key)
@@ -122,24 +129,28 @@ def plan_load(module: ModuleLike, data: Mapping[str, Any], strict: bool = True) 
             plan.assignments[id(param)] = (param, fitted, key)
         for name, param in node._parameters.items():
             if name not in params and param.is_set:
-                plan.missing.append(relative(f"{prefix}.{name}"))
+                plan.missing.append(self.relative(f"{prefix}.{name}"))
+
+    def submodules(self, node: ModuleLike, submodules: Mapping[str, Any], prefix: str) -> None:
         for name, value in submodules.items():
             key = f"{prefix}.{name}"
             child = node._submodules.get(name)
             if child is None:
                 if name in node._parameters:
-                    plan.errors.append(f"{key}: is a parameter, but the checkpoint has a table")
+                    self.plan.errors.append(
+                        f"{key}: is a parameter, but the checkpoint has a table"
+                    )
                 else:
-                    plan.unexpected.append(relative(key))
+                    self.plan.unexpected.append(self.relative(key))
                 continue
-            walk(child, value, key)
+            self.walk(child, value, key)
         for name, child in node._submodules.items():
             if name not in submodules:
-                walk(child, {}, f"{prefix}.{name}")
+                self.walk(child, {}, f"{prefix}.{name}")
 
-    if not isinstance(data, Mapping):
-        raise CheckpointMismatch(f"A checkpoint must be a module dict, got {type(data).__name__}.")
-    walk(module, data, base)
+
+def _problems(plan: LoadPlan, base: str, strict: bool) -> str | None:
+    """The `CheckpointMismatch` message for what `plan` found, or None if it may be applied."""
     problems = list(plan.errors)
     if strict and plan.unexpected:
         problems.append(
@@ -151,15 +162,26 @@ def plan_load(module: ModuleLike, data: Mapping[str, Any], strict: bool = True) 
             "missing keys (the module has them, the checkpoint does not): "
             + ", ".join(f"{base}.{key}" for key in plan.missing)
         )
-    if problems:
-        hint = (
-            "\nPass strict=False to load the matching keys and skip unknown/missing ones."
-            if strict and (plan.unexpected or plan.missing) and not plan.errors
-            else ""
-        )
-        raise CheckpointMismatch(
-            "Checkpoint does not fit the module; nothing was loaded:\n- "
-            + "\n- ".join(problems)
-            + hint
-        )
-    return plan
+    if not problems:
+        return None
+    hint = (
+        "\nPass strict=False to load the matching keys and skip unknown/missing ones."
+        if strict and (plan.unexpected or plan.missing) and not plan.errors
+        else ""
+    )
+    return (
+        "Checkpoint does not fit the module; nothing was loaded:\n- " + "\n- ".join(problems) + hint
+    )
+
+
+def plan_load(module: ModuleLike, data: Mapping[str, Any], strict: bool = True) -> LoadPlan:
+    """Validate a module dict against `module`'s tree; raise `CheckpointMismatch` listing every
+    problem, or return the plan whose `apply()` changes everything at once."""
+    if not isinstance(data, Mapping):
+        raise CheckpointMismatch(f"A checkpoint must be a module dict, got {type(data).__name__}.")
+    planner = _Planner(module.path)
+    planner.walk(module, data, planner.base)
+    message = _problems(planner.plan, planner.base, strict)
+    if message is not None:
+        raise CheckpointMismatch(message)
+    return planner.plan
