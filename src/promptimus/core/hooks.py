@@ -15,17 +15,13 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeAlias
-
-if TYPE_CHECKING:
-    from .module import Module
+from typing import Any, TypeAlias
 
 PreHook: TypeAlias = Callable[..., Any]
 PostHook: TypeAlias = Callable[..., Any]
 CallNext: TypeAlias = Callable[[tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
-Interceptor: TypeAlias = Callable[
-    ["Module", CallNext, tuple[Any, ...], dict[str, Any]], Awaitable[Any]
-]
+# the first argument is the `Module` being called (typed Any: this file sits below module.py)
+Interceptor: TypeAlias = Callable[[Any, CallNext, tuple[Any, ...], dict[str, Any]], Awaitable[Any]]
 
 _ids = itertools.count()
 _interceptors: dict[int, Interceptor] = {}

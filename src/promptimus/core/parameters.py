@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import copy
 import weakref
-from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 
 from ..checkpoint.values import UNSET, check_value, copy_value, value_digest
 from ..errors import ParamNotSet
-
-if TYPE_CHECKING:
-    from .module import Module
 
 ParamValue: TypeAlias = "str | int | float | bool | list[ParamValue]"
 T = TypeVar("T")
 
 __all__ = [
     "UNSET",
+    "Owner",
     "ParamValue",
     "Parameter",
     "check_value",
@@ -26,7 +24,15 @@ __all__ = [
 ]
 
 
-def owner_path(owners: list[tuple[weakref.ref[Module], str]]) -> str:
+class Owner(Protocol):
+    """What a parameter (or a submodule) knows of the module it is registered on: its path.
+    `Module` is one; naming the protocol instead keeps this file free of the module's."""
+
+    @property
+    def path(self) -> str: ...
+
+
+def owner_path(owners: list[tuple[weakref.ref[Owner], str]]) -> str:
     """The path of a member registered under `owners`: the last live owner's path + its name."""
     for owner_ref, name in reversed(owners):
         owner = owner_ref()
@@ -47,7 +53,7 @@ class Parameter(Generic[T]):
 
     def __init__(self, value: T | None = None, *, frozen: bool = False) -> None:
         self._value: Any = UNSET if value is None else check_value(value)
-        self._owners: list[tuple[weakref.ref[Module], str]] = []
+        self._owners: list[tuple[weakref.ref[Owner], str]] = []
         self.frozen = frozen
 
     @property
@@ -111,10 +117,10 @@ class Parameter(Generic[T]):
         self._owners = []
         self.frozen = state["frozen"]
 
-    def _attach(self, owner: Module, name: str) -> None:
+    def _attach(self, owner: Owner, name: str) -> None:
         self._owners.append((weakref.ref(owner), name))
 
-    def _detach(self, owner: Module, name: str) -> None:
+    def _detach(self, owner: Owner, name: str) -> None:
         self._owners = [(ref, n) for ref, n in self._owners if not (ref() is owner and n == name)]
 
     def __repr__(self) -> str:
