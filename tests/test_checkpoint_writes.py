@@ -201,6 +201,26 @@ def test_memory_store_save_removes_the_temp_file_of_a_killed_save(tmp_path: Path
     assert InMemoryVectorStore.load(path) is not None
 
 
+@pytest.mark.skipif(os.name != "posix", reason="kill -9 and pid probes are POSIX")
+def test_training_history_save_removes_the_temp_file_of_a_killed_save(tmp_path: Path) -> None:
+    path = tmp_path / "history.jsonl"
+    save_history = """
+        from promptimus.optim.run_state import TrainState
+        state = TrainState(Box(), {}, [], [], None, checkpoint_dir=path.parent)
+        state.history.append({"step": 0})
+        state.save(best_changed=False)
+    """
+    kill_9(start_stalled_writer(path, save_history))
+    assert len(temp_files(tmp_path)) == 1
+    from promptimus.optim.run_state import TrainState
+
+    state = TrainState(Box(), {}, [], [], None, checkpoint_dir=tmp_path)  # type: ignore[arg-type]
+    state.history.append({"step": 1})
+    state.save(best_changed=False)
+    assert temp_files(tmp_path) == []
+    assert path.read_text() == '{"step": 1}\n'
+
+
 # ------------------------------------------------------------------------------------- pickle
 
 

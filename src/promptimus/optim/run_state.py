@@ -4,12 +4,12 @@ the history — and how it is written to (and read back from) a checkpoint folde
 from __future__ import annotations
 
 import json
-import os
 import random
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..checkpoint.files import atomic_write_bytes
 from ..core import Module, Parameter
 from ..core.parameters import copy_value
 from ..errors import OptimizationError
@@ -18,18 +18,6 @@ from .pareto import ParetoFront
 
 BEST = "best.toml"
 HISTORY = "history.jsonl"
-
-
-def write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    try:
-        with open(tmp, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 class TrainState:
@@ -140,7 +128,7 @@ class TrainState:
                 for path, value in current.items():
                     self.params[path].value = value
         lines = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in self.history)
-        write_atomically(self.checkpoint_dir / HISTORY, lines)
+        atomic_write_bytes(self.checkpoint_dir / HISTORY, lines.encode("utf-8"))
 
     def resume(self) -> bool:
         """Continue a run saved in `checkpoint_dir`; False when there is none to continue."""
