@@ -20,11 +20,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
 from .._lazy import deprecated_exports
-from ..checkpoint.limits import DEFAULT_MAX_EXPANDED_CHARS, DEFAULT_MAX_FILE_BYTES, MAX_MODULE_DEPTH
-from ..checkpoint.plan import plan_load
-from ..checkpoint.read import read_checkpoint
-from ..checkpoint.save import save_checkpoint
-from ..checkpoint.write import checkpoint_text
+from ..checkpoint import (
+    DEFAULT_MAX_EXPANDED_CHARS,
+    DEFAULT_MAX_FILE_BYTES,
+    MAX_MODULE_DEPTH,
+    checkpoint_text,
+    plan_load,
+    read_checkpoint,
+    save_checkpoint,
+)
 from ..errors import (
     EmbedderNotSet,
     LLMNotSet,
