@@ -9,6 +9,13 @@ deep; the limits only stop runaway or hostile input with a named error instead o
 `RecursionError`.
 """
 
+__all__ = [
+    "DEFAULT_MAX_EXPANDED_CHARS",
+    "DEFAULT_MAX_FILE_BYTES",
+    "MAX_MODULE_DEPTH",
+    "MAX_VALUE_DEPTH",
+]
+
 # Modules on the longest path below a root, the root not counted: `root.a.b` is 2 deep.
 MAX_MODULE_DEPTH = 100
 # Lists inside lists in one parameter value: `[[1]]` is 2 deep, a scalar 0.
