@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from promptimus import Module, Parameter, module_dict_from_toml_str
+from promptimus.checkpoint import UNSET, plan_load
 from promptimus.errors import (
     CheckpointError,
     CheckpointMismatch,
@@ -543,3 +544,41 @@ def test_bad_pkg_references(package: str, target: str) -> None:
     target = target.replace("PKG", package)
     with pytest.raises(CheckpointReferenceError):
         module_dict_from_toml_str(f'x = "${{pkg:{target}}}"')
+
+
+# ------------------------------------------------------------------ the planner's structural face
+
+
+class Slot:
+    """A parameter as the load planner sees it, with no Parameter class behind it."""
+
+    def __init__(self, value: Any = UNSET) -> None:
+        self._value = value
+
+    @property
+    def is_set(self) -> bool:
+        return self._value is not UNSET
+
+
+class Node:
+    """A module as the load planner sees it, with no Module class behind it."""
+
+    def __init__(self, path: str, params: dict[str, Slot], submodules: dict[str, Node]) -> None:
+        self.path = path
+        self._parameters = params
+        self._submodules = submodules
+
+
+def test_the_load_planner_needs_only_the_module_shape_not_the_module_class() -> None:
+    text, count = Slot("old"), Slot(1)
+    tree = Node("root", {"text": text}, {"child": Node("root.child", {"count": count}, {})})
+    data = {"params": {"text": "new"}, "submodules": {"child": {"params": {"count": 2}}}}
+    plan = plan_load(tree, data)
+    assert (text._value, count._value) == ("old", 1)  # nothing changes before apply()
+    plan.apply()
+    assert (text._value, count._value) == ("new", 2)
+    with pytest.raises(CheckpointMismatch, match=r"root\.child\.count: the parameter holds a int"):
+        plan_load(
+            tree, {"params": {"text": "x"}, "submodules": {"child": {"params": {"count": "2"}}}}
+        )
+    assert (text._value, count._value) == ("new", 2)
