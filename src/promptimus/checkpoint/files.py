@@ -1,5 +1,7 @@
-"""Reading and writing checkpoint files safely: bounded reads of regular files only, and atomic
-writes whose temporary files a crashed writer's successor can recognise and remove.
+"""Reading and writing files safely: bounded reads of regular files only, and atomic writes whose
+temporary files a crashed writer's successor can recognise and remove. `atomic_write_bytes` is
+the one atomic writer in promptimus: checkpoints, vector store files and training history all
+save through it.
 
 Reading: a path is opened without blocking (`O_NONBLOCK`: a FIFO with no writer would otherwise
 block the open forever) and the *opened* descriptor is checked with `fstat`, so a file swapped
