@@ -130,7 +130,13 @@ class TrainState:
     def save(self, *, best_changed: bool) -> None:
         if self.checkpoint_dir is None:
             return
-        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OptimizationError(
+                f"Cannot create checkpoint_dir {str(self.checkpoint_dir)!r}: "
+                f"{exc.strerror or exc}. Pass a folder that can be created and written."
+            ) from None
         if best_changed:
             current = self.snapshot()
             self.load_best()
@@ -140,7 +146,12 @@ class TrainState:
                 for path, value in current.items():
                     self.params[path].value = value
         lines = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in self.history)
-        write_atomically(self.checkpoint_dir / HISTORY, lines)
+        try:
+            write_atomically(self.checkpoint_dir / HISTORY, lines)
+        except OSError as exc:
+            raise OptimizationError(
+                f"Cannot write {self.checkpoint_dir / HISTORY}: {exc.strerror or exc}."
+            ) from None
 
     def resume(self) -> bool:
         """Continue a run saved in `checkpoint_dir`; False when there is none to continue."""
