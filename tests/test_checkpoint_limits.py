@@ -8,12 +8,11 @@ import contextlib
 import copy
 import os
 import pickle
-import threading
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from bounded_call import bounded
 
 import promptimus as pm
 from promptimus.checkpoint import files as checkpoint_files
@@ -43,34 +42,10 @@ from promptimus.errors import (
     ReferenceTooLarge,
 )
 
-BOUND = 60.0  # seconds; generous: every case here takes milliseconds
-
 
 class Box(Module):
     async def forward(self) -> None:
         return None
-
-
-def bounded(fn: Callable[[], Any], on_timeout: Callable[[], None] = lambda: None) -> Any:
-    """Run `fn` in a daemon thread; its result or exception, or a test failure after BOUND s
-    (a daemon thread cannot keep the test run from exiting if the regression hangs)."""
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = fn()
-        except BaseException as exc:  # handed to the test below
-            outcome["error"] = exc
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(BOUND)
-    if thread.is_alive():
-        on_timeout()
-        pytest.fail(f"still running after {BOUND} s: it hangs")
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 def reference_tree() -> Box:

@@ -338,3 +338,84 @@ def test_usage_errors_exit_2(work: Path) -> None:
     result = promptimus(cwd=work)
     assert result.returncode == 2 and "usage: promptimus" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# ------------------------------------------------------------------ closed streams, one-line errors
+
+
+def with_closed(redirect: str, *args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """The command run by a shell with `redirect` (`<&-`, `>&-`, `2>&-`): that descriptor is
+    closed when promptimus starts, not redirected to /dev/null."""
+    return subprocess.run(
+        ["/bin/sh", "-c", f'exec "$@" {redirect}', "sh", sys.executable, "-m", "promptimus", *args],
+        cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+
+
+def fails_in_one_line(result: subprocess.CompletedProcess[str], *expected: str) -> None:
+    fails(result, *expected)
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["chat", "targets.py:agent", "--model", "fake"],
+        ["run", "targets.py:agent", "--model", "fake", "-"],
+    ],
+    ids=["chat", "run -"],
+)
+def test_a_closed_stdin_is_named_in_one_line(work: Path, args: list[str]) -> None:
+    fails_in_one_line(with_closed("<&-", *args, cwd=work), "stdin is closed")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["run", "targets.py:agent", "--model", "fake", "hi"],
+        ["run", "targets.py:Echo", "--json", "hi"],
+        ["chat", "targets.py:Echo"],
+        ["show", "a.toml"],
+        ["diff", "a.toml", "a.toml"],
+    ],
+    ids=["run", "run --json", "chat", "show", "diff"],
+)
+def test_a_closed_stdout_is_named_in_one_line_before_anything_runs(
+    work: Path, args: list[str]
+) -> None:
+    save_prompt(work / "a.toml", "x")
+    (work / "targets.py").write_text(
+        TARGETS + "\nimport pathlib\npathlib.Path('imported').touch()\n"
+    )
+    fails_in_one_line(with_closed(">&-", *args, cwd=work), "stdout is closed")
+    assert not (work / "imported").exists() or args[0] in ("show", "diff")
+
+
+def test_with_stderr_closed_an_error_still_exits_2_and_never_lands_on_stdout(work: Path) -> None:
+    result = with_closed("2>&-", "run", "missing.py:agent", "hi", cwd=work)
+    assert result.returncode == 2 and result.stdout == ""
+
+
+def test_a_mismatched_checkpoint_is_one_error_line(work: Path) -> None:
+    (work / "other.toml").write_text("unknown_key = 1\nother = 2\n")
+    result = promptimus("run", "targets.py:Echo", "--load", "other.toml", "hi", cwd=work)
+    fails_in_one_line(result, "unknown keys", "root.unknown_key, root.other", "missing keys")
+
+
+def test_a_multi_line_failure_of_the_users_module_is_one_error_line(work: Path) -> None:
+    (work / "multi.py").write_text(
+        "import promptimus as pm\n\n"
+        "class Multi(pm.Module):\n"
+        "    async def forward(self, text):\n"
+        "        raise RuntimeError('first line\\nsecond line')\n"
+    )
+    fails_in_one_line(
+        promptimus("run", "multi.py:Multi", "hi", cwd=work), "first line", "second line"
+    )
+
+
+def test_a_folder_before_the_colon_is_named_a_folder(work: Path) -> None:
+    (work / "adir").mkdir()
+    fails_in_one_line(
+        promptimus("run", "adir:obj", "hi", cwd=work), "adir is a folder", "file.py:object"
+    )

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 from pathlib import Path
 
 import pytest
+from bounded_call import bounded
 
 from promptimus.errors import DatasetError, InvalidArgument
-from promptimus.evals import Dataset, Example
+from promptimus.evals import DEFAULT_MAX_DATASET_BYTES, Dataset, Example
 
 
 def records(n: int) -> list[dict[str, object]]:
@@ -156,3 +159,62 @@ def test_loaders_name_the_line_that_is_not_utf8(tmp_path: Path) -> None:
     with pytest.raises(DatasetError, match="line 5 is not UTF-8") as info:
         Dataset.from_csv(csv_path)
     assert info.value.line == 5
+
+
+# --- what a loader may read: regular files only, within a size limit ---------------------------
+
+
+LOADERS = {"jsonl": Dataset.from_jsonl, "csv": Dataset.from_csv}
+
+
+@pytest.mark.parametrize("kind", LOADERS)
+def test_a_loader_refuses_a_fifo_without_blocking(tmp_path: Path, kind: str) -> None:
+    fifo = tmp_path / f"data.{kind}"
+    os.mkfifo(fifo)
+
+    def unblock() -> None:  # a writer opening the FIFO lets a blocked reader see EOF
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    with pytest.raises(DatasetError, match="FIFO"):
+        bounded(lambda: LOADERS[kind](fifo), on_timeout=unblock)
+
+
+@pytest.mark.parametrize("kind", LOADERS)
+def test_a_loader_refuses_a_device_instead_of_reading_it_forever(kind: str) -> None:
+    with pytest.raises(DatasetError, match="device"):
+        bounded(lambda: LOADERS[kind]("/dev/zero"))
+
+
+@pytest.mark.parametrize("kind", LOADERS)
+def test_a_missing_file_or_a_folder_is_a_dataset_error(tmp_path: Path, kind: str) -> None:
+    with pytest.raises(DatasetError, match=r"missing\.\w+: no such file"):
+        LOADERS[kind](tmp_path / f"missing.{kind}")
+    with pytest.raises(DatasetError, match="folder"):
+        LOADERS[kind](tmp_path)
+
+
+@pytest.mark.parametrize("kind", LOADERS)
+def test_a_file_over_the_size_limit_is_refused_naming_the_limit(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / f"data.{kind}"
+    if kind == "csv":
+        path.write_text("q,expected\n" + "a,b\n" * 50)
+    else:
+        path.write_text("".join(json.dumps(r) + "\n" for r in records(50)))
+    size = path.stat().st_size
+    with pytest.raises(DatasetError, match=rf"{size} bytes.*limit of 100 bytes.*max_bytes"):
+        LOADERS[kind](path, max_bytes=100)
+    assert len(LOADERS[kind](path, max_bytes=size)) == 50
+    assert DEFAULT_MAX_DATASET_BYTES >= 100 * 1024 * 1024
+    with pytest.raises(InvalidArgument, match="max_bytes"):
+        LOADERS[kind](path, max_bytes=float("nan"))  # type: ignore[arg-type]
+
+
+def test_a_byte_order_mark_is_not_part_of_the_first_column_or_record(tmp_path: Path) -> None:
+    csv_path = tmp_path / "sheet.csv"
+    csv_path.write_bytes("\ufeffquestion,expected\r\n2+2?,4\r\n".encode())
+    data = Dataset.from_csv(csv_path)
+    assert data[0].inputs == {"question": "2+2?"} and data[0].expected == "4"
+    jsonl_path = tmp_path / "data.jsonl"
+    jsonl_path.write_bytes(b"\xef\xbb\xbf" + json.dumps(records(1)[0]).encode() + b"\n")
+    assert Dataset.from_jsonl(jsonl_path)[0].expected == "a0"

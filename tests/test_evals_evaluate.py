@@ -15,7 +15,12 @@ import pytest
 
 from promptimus import Module
 from promptimus.dto import Message, MessageRole
-from promptimus.errors import CallBudgetExceeded, EmptyDataset, MetricResultError
+from promptimus.errors import (
+    CallBudgetExceeded,
+    EmptyDataset,
+    InvalidArgument,
+    MetricResultError,
+)
 from promptimus.evals import (
     CallCounter,
     Dataset,
@@ -225,6 +230,21 @@ async def test_the_call_counter_counts_and_refuses_before_calling() -> None:
 async def test_an_empty_dataset_is_refused() -> None:
     with pytest.raises(EmptyDataset):
         await run(Counting(), Dataset(), exact_match)
+
+
+@pytest.mark.parametrize("bad", [None, 3, "qa.jsonl"], ids=repr)
+async def test_a_dataset_that_is_not_a_sequence_of_examples_is_refused(bad: object) -> None:
+    module = Counting()
+    with pytest.raises(InvalidArgument, match="dataset"):
+        await run(module, bad, exact_match)
+    assert module.calls == 0
+
+
+async def test_a_metric_score_above_one_stops_the_run() -> None:
+    module = Counting()
+    with pytest.raises(MetricResultError, match="between 0 and 1"):
+        await run(module, data(50), lambda example, output: 5.0, concurrency=2)
+    assert module.calls <= 3
 
 
 async def test_usage_per_row_counts_the_modules_replies_not_the_metrics() -> None:

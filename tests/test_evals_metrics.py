@@ -105,6 +105,14 @@ def test_as_score_refuses_what_is_not_a_finite_number(bad: object) -> None:
         as_score(bad, my_metric)
 
 
+@pytest.mark.parametrize("bad", [5.0, -3, 1.0000001, Score(2.0, "twice as good")], ids=repr)
+def test_as_score_refuses_a_score_outside_zero_to_one(bad: object) -> None:
+    def my_metric() -> None: ...
+
+    with pytest.raises(MetricResultError, match=r"my_metric .*between 0 and 1"):
+        as_score(bad, my_metric)
+
+
 def test_as_score_accepts_numbers_and_scores() -> None:
     assert as_score(1, None) == Score(1.0)
     assert as_score(True, None) == Score(1.0)

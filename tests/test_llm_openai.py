@@ -11,13 +11,15 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from promptimus.dto import ImageContent, Message, MessageRole, ToolFunction, ToolRequest, Usage
+from promptimus.embedders import OpenAILikeEmbedder
 from promptimus.errors import (
     ProviderConfigError,
     ProviderResponseError,
     ProviderUnavailable,
     RetryBudgetExhausted,
+    UnencodableText,
 )
-from promptimus.llms import OllamaProvider, OpenAILike, aaccumulate
+from promptimus.llms import CachedLLM, MemoryCache, OllamaProvider, OpenAILike, aaccumulate
 from promptimus.testing import FakeOpenAIServer, Fault, Reply, ToolCall
 from promptimus.transport import RateLimiter, Reservation, RetryPolicy
 
@@ -431,3 +433,54 @@ def test_a_provider_collected_during_a_later_event_loop_leaves_no_task_error(
     asyncio.run(first())
     asyncio.run(second())
     assert errors == []
+
+
+# --- text UTF-8 cannot encode ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("cached", [False, True], ids=["direct", "through a response cache"])
+@pytest.mark.parametrize("stream", [False, True], ids=["achat", "astream"])
+async def test_a_lone_surrogate_is_a_named_error_before_anything_is_sent(
+    srv: FakeOpenAIServer, cached: bool, stream: bool
+) -> None:
+    srv.chat.respond_with(lambda body: Reply("ok"))
+    llm: Any = make_llm(srv)
+    if cached:
+        llm = CachedLLM(llm, MemoryCache())
+    history = [user("fine"), user("x \ud800 y")]
+
+    with pytest.raises(UnencodableText, match=r"messages\[1\]\.content .*'\\ud800' after 'x '"):
+        if stream:
+            await aaccumulate(llm.astream(history, temperature=0))
+        else:
+            await llm.achat(history, temperature=0)
+
+    assert srv.chat.requests == []
+    assert (await llm.achat([user("fine")], temperature=0)).content == "ok"
+
+
+async def test_a_lone_surrogate_in_a_tool_call_or_a_tool_schema_is_found_too(
+    srv: FakeOpenAIServer,
+) -> None:
+    call = ToolRequest(id="c1", function=ToolFunction(name="f", arguments='{"p": "\udcff"}'))
+    history = [user("hi"), Message(role=MessageRole.ASSISTANT, content="", tool_calls=[call])]
+    with pytest.raises(UnencodableText) as info:
+        await make_llm(srv).achat(history)
+    assert info.value.where == "messages[1].tool_calls[0].function.arguments"
+    tool = {"type": "function", "function": {"name": "f", "description": "bad \udc80"}}
+    with pytest.raises(UnencodableText, match=r"tools\[0\]\.function\.description"):
+        await make_llm(srv).achat([user("hi")], tools=[tool])
+    assert srv.chat.requests == []
+
+
+async def test_an_embedding_of_a_lone_surrogate_is_refused_before_any_batch_is_sent(
+    srv: FakeOpenAIServer,
+) -> None:
+    embedder = OpenAILikeEmbedder(
+        "fake-embedding", api_key=srv.api_key, base_url=srv.base_url, batch_size=2
+    )
+    with pytest.raises(UnencodableText, match=r"texts\[5\]"):
+        await embedder.aembed_batch([*["ok"] * 5, "bad \ud800"])
+    with pytest.raises(UnencodableText, match="text holds"):
+        await embedder.aembed("\udfff")
+    assert srv.embeddings.requests == []

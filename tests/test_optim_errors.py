@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from optim_task import GOOD, Task, dataset, fence, make_student, metric
+from optim_task import BASELINE, GOOD, Task, dataset, fence, make_student, metric
 
 from promptimus.errors import (
     BudgetTooSmall,
@@ -14,6 +14,7 @@ from promptimus.errors import (
     InvalidArgument,
     MetricResultError,
     NothingToTrain,
+    OptimizationError,
     PromptimusError,
 )
 from promptimus.llms.scripted import ScriptedLLM
@@ -89,3 +90,96 @@ def test_reflective_needs_one_proposer() -> None:
         Reflective()
     with pytest.raises(InvalidArgument, match="minibatch_size"):
         Reflective(teacher=ScriptedLLM([]), minibatch_size=0)
+
+
+@pytest.mark.parametrize(
+    ("change", "error", "message"),
+    [
+        ({"optimizer": None}, InvalidArgument, "optimizer"),
+        ({"optimizer": "reflective"}, InvalidArgument, "optimizer"),
+        ({"trainset": None}, InvalidArgument, "trainset"),
+        ({"valset": 5}, InvalidArgument, "valset"),
+        ({"budget": float("nan")}, InvalidArgument, "Budget.calls"),
+        ({"budget": "100"}, InvalidArgument, "Budget.calls"),
+        ({"budget": 100.5}, InvalidArgument, "Budget.calls"),
+    ],
+    ids=repr,
+)
+async def test_arguments_of_the_wrong_kind_fail_before_any_model_call(
+    change: dict[str, Any], error: type[PromptimusError], message: str
+) -> None:
+    student = make_student()
+    teacher = ScriptedLLM([fence(GOOD)] * 5)
+    kwargs: dict[str, Any] = {
+        "trainset": dataset(),
+        "optimizer": Reflective(teacher=teacher),
+        "budget": 100,
+        **change,
+    }
+    trainset = kwargs.pop("trainset")
+    with pytest.raises(error, match=message):
+        await fit(Task(student), trainset, metric, progress=False, **kwargs)
+    assert student.requests == [] and teacher.requests == []
+
+
+@pytest.mark.parametrize("where", ["the folder", "a parent"])
+async def test_a_checkpoint_dir_that_is_a_file_fails_before_any_model_call(
+    tmp_path: Path, where: str
+) -> None:
+    blocker = tmp_path / "runs"
+    blocker.write_text("not a folder\n")
+    folder = blocker if where == "the folder" else blocker / "1"
+    student = make_student()
+    with pytest.raises(OptimizationError, match="not a folder"):
+        await fit(
+            Task(student),
+            dataset(),
+            metric,
+            optimizer=Reflective(teacher=ScriptedLLM([])),
+            budget=100,
+            checkpoint_dir=folder,
+            progress=False,
+        )
+    assert student.requests == []
+    assert blocker.read_text() == "not a folder\n"
+
+
+@pytest.mark.parametrize("returned", [None, 7, b"bytes"], ids=repr)
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_a_proposer_returning_no_text_is_a_named_error(returned: Any, kind: str) -> None:
+    async def propose_async(request: Any) -> Any:
+        return returned
+
+    def propose_sync(request: Any) -> Any:
+        return returned
+
+    propose = propose_async if kind == "async" else propose_sync
+    task = Task(make_student())
+    with pytest.raises(OptimizationError, match=rf"propose= returned {type(returned).__name__}"):
+        await fit(
+            task,
+            dataset(),
+            metric,
+            optimizer=Reflective(propose=propose),  # type: ignore[arg-type]
+            budget=100,
+            progress=False,
+        )
+    assert task.instr.prompt.value == BASELINE
+
+
+async def test_a_sync_proposer_returning_text_is_used() -> None:
+    task = Task(make_student())
+    result = await fit(
+        task,
+        dataset(),
+        metric,
+        optimizer=Reflective(propose=lambda request: GOOD),
+        budget=100,
+        progress=False,
+    )
+    assert result.best_score == 1.0 and task.instr.prompt.value == GOOD
+
+
+def test_a_proposer_that_is_not_callable_is_refused() -> None:
+    with pytest.raises(InvalidArgument, match="propose"):
+        Reflective(propose="improve it")  # type: ignore[arg-type]

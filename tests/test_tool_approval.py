@@ -407,6 +407,22 @@ async def test_state_json_that_is_not_a_state_is_a_named_error() -> None:
             RunState.from_json(text)
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 200_000 + "]" * 200_000,
+        '{"format": 1, "x": ' + "[" * 100_000 + "]" * 100_000 + "}",
+        '{"format": 1, "step": ' + "9" * 100_000 + "}",
+        b'{"format": 1, "id": "\xff"}',
+        None,
+    ],
+    ids=["deep list", "deep field", "huge integer", "not UTF-8", "None"],
+)
+def test_state_text_past_the_limits_is_a_named_error(text: Any) -> None:
+    with pytest.raises(RunStateError, match="to_json"):
+        RunState.from_json(text)
+
+
 TAMPERED = {
     "record is a list": lambda d: d.__setitem__("record", []),
     "record without steps": lambda d: d["record"].__setitem__("steps", []),
@@ -417,6 +433,27 @@ TAMPERED = {
     "arguments not text": lambda d: d["paused"][0].__setitem__("arguments", 5),
     "parsed not an object": lambda d: d["paused"][0].__setitem__("parsed", "zz"),
     "nothing pending": lambda d: d.__setitem__("paused", []),
+    "negative step": lambda d: d.__setitem__("step", -5),
+    "step as text": lambda d: d.__setitem__("step", "3"),
+    "fractional steps": lambda d: d.__setitem__("steps", 1.5),
+    "boolean retries": lambda d: d.__setitem__("retries", True),
+    "rejected as text": lambda d: d.__setitem__("rejected", "abc"),
+    "errors as an object": lambda d: d.__setitem__("errors", {"a": 1}),
+    "errors holding a number": lambda d: d.__setitem__("errors", [1]),
+    "agent not text": lambda d: d.__setitem__("agent", None),
+    "conversation as text": lambda d: d.__setitem__("conversation", "hi"),
+    "message without a role": lambda d: d["keep"].__setitem__(0, {"content": "x"}),
+    "step index negative": lambda d: d["record"]["steps"][0].__setitem__("index", -1),
+    "tool call duration negative": lambda d: d["record"]["steps"][0]["tool_calls"][0].__setitem__(
+        "duration_s", -1.0
+    ),
+    "approval unknown": lambda d: d["record"]["steps"][0]["tool_calls"][1].__setitem__(
+        "approval", "maybe"
+    ),
+    "usage as text": lambda d: d["record"]["steps"][0].__setitem__("usage", {"total_tokens": "9"}),
+    "sub-agent record as a list": lambda d: d["record"]["steps"][0]["tool_calls"][0].__setitem__(
+        "children", [[]]
+    ),
 }
 
 
@@ -430,10 +467,22 @@ async def test_a_damaged_state_is_refused_when_read_not_halfway_through_a_resume
     with Session():
         paused = await asyncio.wait_for(build(srv, Files()).run("clean up"), BOUND)
     data = json.loads(paused.state.to_json())
+    RunState.from_json(json.dumps(data))  # the untouched state reads
     TAMPERED[tamper](data)
 
     with pytest.raises(RunStateError, match="to_json"):
         RunState.from_json(json.dumps(data))
+
+
+async def test_a_state_with_an_infinite_step_is_refused(srv: FakeOpenAIServer) -> None:
+    srv.chat.script(mixed_reply())
+    with Session():
+        paused = await asyncio.wait_for(build(srv, Files()).run("clean up"), BOUND)
+    data = json.loads(paused.state.to_json())
+    text = json.dumps({**data, "step": "STEP"}).replace('"STEP"', "1e400")
+
+    with pytest.raises(RunStateError, match=r"step: .*integer"):
+        RunState.from_json(text)
 
 
 def test_a_sqlite_ledger_refuses_a_second_claim_from_another_process(tmp_path: Path) -> None:

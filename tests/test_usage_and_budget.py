@@ -191,3 +191,66 @@ def test_budget_arguments_are_checked() -> None:
         pass
     with pytest.raises(InvalidArgument, match="per million"), pm.track_usage(pricing={"m": (1,)}):  # type: ignore[dict-item]
         pass
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        {"max_tokens": float("nan")},
+        {"max_tokens": "100"},
+        {"max_tokens": 1.5},
+        {"max_tokens": 100.0},
+        {"max_tokens": True},
+        {"max_tokens": 0},
+        {"max_tokens": -1},
+        {"max_cost": float("nan"), "pricing": PRICING},
+        {"max_cost": float("inf"), "pricing": PRICING},
+        {"max_cost": "1", "pricing": PRICING},
+        {"max_cost": 0, "pricing": PRICING},
+        {"max_cost": True, "pricing": PRICING},
+    ],
+    ids=repr,
+)
+async def test_a_budget_that_cannot_limit_anything_is_refused_before_any_request(
+    server: FakeOpenAIServer, arguments: dict[str, object]
+) -> None:
+    server.chat.respond_with(lambda body: Reply("ok", usage=usage(50, 2)))
+    prompt = Prompt("p").with_llm(llm(server))
+    with pytest.raises(InvalidArgument, match="max_"), pm.budget(**arguments):  # type: ignore[arg-type]
+        for _ in range(5):
+            await prompt()
+    assert server.chat.requests == []
+
+
+@pytest.mark.parametrize(
+    "price",
+    [
+        (float("nan"), 1.0),
+        (1.0, float("inf")),
+        ("0.15", 0.6),
+        (1.0, -2.0),
+        (True, 1.0),
+        (1, 2, "x"),
+    ],
+    ids=repr,
+)
+def test_every_price_is_a_finite_number_at_least_zero(price: tuple[object, ...]) -> None:
+    for limit in (pm.track_usage, pm.budget):
+        kwargs = {"max_cost": 1.0} if limit is pm.budget else {}
+        with (
+            pytest.raises(InvalidArgument, match=r"pricing\['m'\]"),
+            limit(
+                pricing={"m": price},  # type: ignore[dict-item]
+                **kwargs,
+            ),
+        ):
+            pass
+
+
+def test_integral_and_real_numbers_of_other_types_are_accepted() -> None:
+    import numpy as np
+
+    pricing = {"m": (np.float64(1), 2)}
+    with pm.budget(max_tokens=np.int64(100), max_cost=np.float32(0.5), pricing=pricing) as spend:
+        assert spend.max_tokens == 100 and type(spend.max_tokens) is int
+        assert spend.usage.pricing == {"m": (1.0, 2.0, 1.0)}

@@ -542,3 +542,17 @@ class AllProvidersFailed(ProviderUnavailable):
 class ResponseCacheError(PromptimusError):
     """A response cache (`MemoryCache`, `SQLiteCache`) was configured with values it cannot use,
     or its file cannot be opened as a cache."""
+
+
+# --- request text ------------------------------------------------------------------------------
+
+
+class UnencodableText(InvalidArgument):
+    """A request holds text that UTF-8 cannot encode: a lone surrogate such as ``"\\ud800"``,
+    usually from bytes decoded with ``errors="surrogateescape"`` (file names, environment
+    variables, subprocess output). Raised before the request is sent; ``where`` names the
+    field (``messages[2].content``)."""
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where

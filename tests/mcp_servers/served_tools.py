@@ -48,7 +48,18 @@ def picture() -> Message:
     return Message(role=MessageRole.TOOL, content="a picture", images=[PICTURE])
 
 
+@Tool.decorate
+def noisy(text: str) -> str:
+    """Prints to stdout and reads stdin, as careless code does, then answers."""
+    import sys
+
+    print(f"stray output {text}")
+    sys.stdout.flush()
+    return f"heard {text}; stdin gave {sys.stdin.read()!r}"
+
+
 tools = [add, fail]
 pictures = [picture]
+noisy_tools = [add, noisy]
 greeter = Greeter()
 named = {"hello": Greeter()}

@@ -31,6 +31,7 @@ from pydantic import ValidationError
 from ..dto import Message
 from ..errors import InvalidArgument, MissingApproval, RunStateError, RunStateMismatch
 from .run_record import RunRecord
+from .run_state_format import FORMAT, PausedCallData, StateFormatError, read_state_document
 
 if TYPE_CHECKING:
     from .base_agent import BaseAgent
@@ -39,8 +40,6 @@ __all__ = ["Approval", "PendingToolCall", "RunState"]
 
 Approval = bool | str
 """A person's decision on one pending call: True (run it), False (deny), or a reason (deny)."""
-
-_FORMAT = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,7 +155,7 @@ class RunState:
     def to_json(self) -> str:
         """The state as JSON text (conversation, record and pending calls; no deps)."""
         data = {
-            "format": _FORMAT,
+            "format": FORMAT,
             "id": self.id,
             "agent": self.agent,
             "fingerprint": self.fingerprint,
@@ -174,37 +173,37 @@ class RunState:
 
     @classmethod
     def from_json(cls, text: str | bytes) -> RunState:
-        """Read a state written by `to_json()`; `RunStateError` if the text is not one."""
+        """Read a state written by `to_json()`; `RunStateError` if the text is not one. The
+        text is read within limits and every field is checked before anything is built (see
+        `run_state_format`)."""
         try:
-            data = json.loads(text)
-            if not isinstance(data, dict) or data.get("format") != _FORMAT:
-                raise ValueError("not a promptimus run state (format 1)")
-            record = RunRecord.from_dict(data["record"])
+            data = read_state_document(text)
+            record = RunRecord.from_dict(data["record"])  # type: ignore[arg-type]
             if not record.steps:
                 raise ValueError("the record has no step (a paused run has at least one)")
-            paused = [
-                _paused_call(call, len(record.steps[-1].tool_calls)) for call in data["paused"]
-            ]
+            calls = len(record.steps[-1].tool_calls)
+            paused = [_paused_call(call, calls) for call in data["paused"]]
             if not paused:
                 raise ValueError("no call is pending (only a paused run has a state)")
             return cls(
-                id=_text(data["id"]),
-                agent=_text(data["agent"]),
-                fingerprint=_text(data["fingerprint"]),
-                step=int(data["step"]),
-                steps=int(data["steps"]),
+                id=data["id"],
+                agent=data["agent"],
+                fingerprint=data["fingerprint"],
+                step=data["step"],
+                steps=data["steps"],
                 conversation=[Message.model_validate(m) for m in data["conversation"]],
                 keep=[Message.model_validate(m) for m in data["keep"]],
                 record=record,
                 paused=paused,
-                retries=int(data.get("retries", 0)),
+                retries=data.get("retries", 0),
                 rejected=list(data.get("rejected", [])),
                 errors=list(data.get("errors", [])),
             )
-        except (ValueError, KeyError, TypeError, AttributeError, ValidationError) as exc:
+        except (ValueError, ValidationError) as exc:
+            problem = str(exc) if isinstance(exc, StateFormatError) else _describe(exc)
             raise RunStateError(
-                f"Cannot read a paused run's state: {type(exc).__name__}: {exc}. Pass the exact "
-                "text `result.state.to_json()` returned."
+                f"Cannot read a paused run's state: {problem}. Pass the exact text "
+                "`result.state.to_json()` returned."
             ) from None
 
     def __repr__(self) -> str:
@@ -226,26 +225,29 @@ def _dump(message: Message) -> dict[str, Any]:
     return message.model_dump(mode="json", exclude_none=True)
 
 
-def _paused_call(data: Any, calls: int) -> PausedCall:
-    """One pending call read back, checked so a resume cannot fail halfway on a bad field:
-    text where text belongs, and a position among the paused step's `calls` tool calls."""
-    call = PausedCall(**data)
-    for name in ("approval_id", "name", "arguments"):
-        _text(getattr(call, name))
-    if call.call_id is not None:
-        _text(call.call_id)
-    if call.parsed is not None and not isinstance(call.parsed, dict):
-        raise TypeError(f"parsed arguments must be an object, got {type(call.parsed).__name__}")
-    position = call.position
-    if isinstance(position, bool) or not isinstance(position, int) or not 0 <= position < calls:
-        raise ValueError(f"the pending call's position {position!r} is not among the step's calls")
+def _paused_call(data: PausedCallData, calls: int) -> PausedCall:
+    """One pending call read back (its fields already checked): its position must be among
+    the paused step's `calls` tool calls, so a resume cannot fail halfway."""
+    call = PausedCall(
+        data["approval_id"],
+        data["position"],
+        data["call_id"],
+        data["name"],
+        data["arguments"],
+        data.get("parsed"),
+    )
+    if not call.position < calls:
+        raise ValueError(
+            f"the pending call's position {call.position} is not among the step's calls"
+        )
     return call
 
 
-def _text(value: Any) -> str:
-    if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {type(value).__name__}")
-    return value
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, ValidationError):
+        error = exc.errors(include_url=False)[0]
+        return f"{'.'.join(map(str, error['loc']))}: {error['msg']}"
+    return str(exc)
 
 
 def _ids(keys: Iterable[str]) -> str:

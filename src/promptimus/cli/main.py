@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import Sequence
 
 from ..errors import PromptimusError
+from .command_error import CommandLineError
 from .target import describe_failure
 
 MODEL_HELP = (
@@ -58,7 +60,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _check_streams(args: argparse.Namespace) -> None:
+    """Refuse, before anything is read or run, a command whose stdin or stdout was closed
+    (`<&-`, `>&-`): Python then has no stream for it, and the output of a run that worked
+    could not be shown."""
+    if args.command in ("show", "diff", "run", "chat") and sys.stdout is None:
+        raise CommandLineError(
+            f"stdout is closed, and `promptimus {args.command}` writes its result there; run "
+            "it with stdout open (>/dev/null discards the output)."
+        )
+    reads_stdin = args.command == "chat" or (args.command == "run" and args.input == "-")
+    if reads_stdin and sys.stdin is None:
+        what = "the turns" if args.command == "chat" else "the request (INPUT is -)"
+        raise CommandLineError(
+            f"stdin is closed, and `promptimus {args.command}` reads {what} from it; pipe "
+            "them in or run it with stdin open."
+        )
+
+
 def _dispatch(args: argparse.Namespace) -> int:
+    _check_streams(args)
     if args.command == "show":
         from .show import show
 
@@ -85,15 +106,31 @@ def _dispatch(args: argparse.Namespace) -> int:
     return asyncio.run(chat(module, args.stream, sys.stdin, sys.stdout, sys.stderr))
 
 
+def one_line(text: str) -> str:
+    """A multi-line message (a checkpoint mismatch lists keys as `- ...` lines) as one line:
+    lines joined with "; ", or a space after a line that ends in ":"."""
+    lines = [line.strip().removeprefix("- ") for line in text.splitlines() if line.strip()]
+    joined = lines[0] if lines else ""
+    for line in lines[1:]:
+        joined += (" " if joined.endswith(":") else "; ") + line
+    return joined
+
+
+def _report(text: str) -> None:
+    print(one_line(text), file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    if sys.stderr is None:  # started with stderr closed (2>&-): messages go nowhere, not to stdout
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
     args = build_parser().parse_args(argv)
     try:
         return _dispatch(args)
     except PromptimusError as exc:
-        print(f"promptimus: error: {exc}", file=sys.stderr)
+        _report(f"promptimus: error: {exc}")
     except KeyboardInterrupt:
-        print("promptimus: interrupted", file=sys.stderr)
+        _report("promptimus: interrupted")
         return 130
     except Exception as exc:  # the user's module failed: say how, without a traceback
-        print(f"promptimus: error: the run failed: {describe_failure(exc)}", file=sys.stderr)
+        _report(f"promptimus: error: the run failed: {describe_failure(exc)}")
     return 2

@@ -43,6 +43,11 @@ def load_target(spec: str) -> Module:
             f"{spec!r} does not name an object; write path/to/file.py:object, e.g. agent.py:agent."
         )
     path = Path(file)
+    if path.is_dir():
+        raise CommandLineError(
+            f"{file} is a folder, not a Python file; write path/to/file.py:object, e.g. "
+            "agent.py:agent."
+        )
     if not path.is_file():
         raise CommandLineError(f"{file}: no such file. Check the path before the ':'.")
     namespace = import_file(path)

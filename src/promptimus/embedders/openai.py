@@ -19,6 +19,7 @@ from promptimus.errors import InvalidArgument, MalformedReply
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
 from promptimus.transport.rate_limit import RateLimiter, Reservation
+from promptimus.transport.request_text import check_request_text
 from promptimus.transport.retry import RetryPolicy
 
 __all__ = ["OpenAILikeEmbedder"]
@@ -90,6 +91,7 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
     # --- public API --------------------------------------------------------------------------
 
     async def aembed(self, text: str) -> list[float]:
+        check_request_text(text, "text", request=f"the {self._context}")
         return (await self._embed_batch([text]))[0]
 
     async def aembed_batch(self, texts: list[str]) -> list[list[float]]:
@@ -98,6 +100,7 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
             raise InvalidArgument(
                 "aembed_batch takes a list of texts, got a single str; use aembed(text) instead."
             )
+        check_request_text(texts, "texts", request=f"the {self._context}")
         size = self.batch_size
         if len(texts) <= size:
             return await self._embed_batch(list(texts)) if texts else []

@@ -15,7 +15,7 @@ count module calls with a `CallCounter`.
 from __future__ import annotations
 
 from .call_counter import CallCounter
-from .dataset import Dataset
+from .dataset import DEFAULT_MAX_DATASET_BYTES, Dataset
 from .evaluate import Metric, evaluate
 from .example import Example
 from .judge import LLMJudge, Verdict
@@ -26,6 +26,7 @@ from .score import Score, as_score
 from .usage_collector import UsageTotals
 
 __all__ = [
+    "DEFAULT_MAX_DATASET_BYTES",
     "CallCounter",
     "Dataset",
     "EvalReport",

@@ -6,10 +6,16 @@
 
 Every loader checks every row before returning, and a bad row raises `DatasetError` naming its
 line (JSONL, CSV) or record number (`from_records`), counted from 1.
+
+The file loaders read like checkpoint loading does: regular files only (a FIFO, a device such as
+`/dev/zero`, a socket or a folder is refused without being read, so nothing blocks or fills
+memory), at most `max_bytes` of them (`DEFAULT_MAX_DATASET_BYTES` unless raised), and a UTF-8
+byte order mark, as spreadsheets write it, is not part of the first line.
 """
 
 from __future__ import annotations
 
+import codecs
 import csv
 import io
 import json
@@ -17,12 +23,39 @@ import math
 import os
 import random
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, overload
 
-from ..errors import DatasetError, InvalidArgument
+from ..argument_checks import positive_int
+from ..checkpoint.files import read_regular_file
+from ..errors import DatasetError, FileRefused, FileTooLarge, InvalidArgument
 from .example import Example
 
-__all__ = ["Dataset"]
+__all__ = ["DEFAULT_MAX_DATASET_BYTES", "Dataset"]
+
+DEFAULT_MAX_DATASET_BYTES = 256 * 1024 * 1024
+"""The largest dataset file `Dataset.from_jsonl` / `from_csv` read unless given `max_bytes`."""
+
+
+def _read_dataset_file(path: str | os.PathLike[str], max_bytes: int | None) -> bytes:
+    """The bytes of a dataset file (without a UTF-8 byte order mark); `DatasetError` for a
+    file that is missing, unreadable, not a regular file or larger than `max_bytes`."""
+    where = os.fspath(path)
+    limit = None if max_bytes is None else positive_int(max_bytes, "max_bytes (or None)")
+    try:
+        content = read_regular_file(Path(where), limit)
+    except FileTooLarge as exc:
+        raise DatasetError(
+            f"Cannot read dataset {where}: it {exc.reason}; pass a larger max_bytes (or "
+            "max_bytes=None) to read it."
+        ) from None
+    except FileRefused as exc:
+        raise DatasetError(f"Cannot read dataset {where}: it {exc.reason}.") from None
+    except FileNotFoundError:
+        raise DatasetError(f"{where}: no such file. Check the dataset's path.") from None
+    except OSError as exc:
+        raise DatasetError(f"Cannot read dataset {where}: {exc.strerror or exc}.") from None
+    return content.removeprefix(codecs.BOM_UTF8)
 
 
 def _example_from_record(record: Any, where: str, line: int) -> Example:
@@ -79,10 +112,16 @@ class Dataset(Sequence[Example]):
         )
 
     @classmethod
-    def from_jsonl(cls, path: str | os.PathLike[str]) -> Dataset:
-        """One JSON object per line, like `from_records`; blank lines are skipped."""
+    def from_jsonl(
+        cls,
+        path: str | os.PathLike[str],
+        *,
+        max_bytes: int | None = DEFAULT_MAX_DATASET_BYTES,
+    ) -> Dataset:
+        """One JSON object per line, like `from_records`; blank lines are skipped. Reads a
+        regular file of at most `max_bytes` (None: no limit; see the module docstring)."""
         examples = []
-        with open(path, "rb") as file:
+        with io.BytesIO(_read_dataset_file(path, max_bytes)) as file:
             for number, raw in enumerate(file, start=1):
                 where = f"{os.fspath(path)} line {number}"
                 try:
@@ -106,13 +145,14 @@ class Dataset(Sequence[Example]):
         inputs: Sequence[str] | None = None,
         expected: str | None = "expected",
         metadata: Sequence[str] = (),
+        max_bytes: int | None = DEFAULT_MAX_DATASET_BYTES,
     ) -> Dataset:
         """One example per row of a CSV file with a header. `inputs` names the input columns
         (default: every column that is not `expected` or in `metadata`); `expected` names the
-        expected column (None: no expected values). Values are strings, as CSV stores them."""
+        expected column (None: no expected values). Values are strings, as CSV stores them.
+        Reads a regular file of at most `max_bytes` (None: no limit; see the module docstring)."""
         where_file = os.fspath(path)
-        with open(path, "rb") as binary:
-            content = binary.read()
+        content = _read_dataset_file(path, max_bytes)
         try:
             text = content.decode("utf-8")
         except UnicodeDecodeError as exc:

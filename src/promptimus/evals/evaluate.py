@@ -11,7 +11,7 @@ from typing import Any, TypeAlias
 from ..core import Session
 from ..errors import EmptyDataset, InvalidArgument, MetricResultError
 from .call_counter import CallCounter
-from .example import Example
+from .example import Example, example_list
 from .progress import open_progress
 from .report import EvalReport, EvalRow
 from .score import Score, as_score
@@ -84,15 +84,9 @@ async def evaluate(
     raises `CallBudgetExceeded` before calling anything when they do not fit its `max_calls`.
     `progress` shows a tqdm bar on a terminal or in a notebook (see `promptimus.evals.progress`).
     """
-    examples = list(dataset)
+    examples = example_list(dataset, "evaluate's dataset")
     if not examples:
         raise EmptyDataset("evaluate got no examples; give it a dataset with at least one.")
-    bad = next((e for e in examples if not isinstance(e, Example)), None)
-    if bad is not None:
-        raise InvalidArgument(
-            f"evaluate needs Examples, got a {type(bad).__name__}; build them with "
-            "Example(inputs, expected) or Dataset.from_records(...)."
-        )
     if not callable(metric):
         raise InvalidArgument(
             f"metric must be callable as metric(example, output), got {metric!r}."

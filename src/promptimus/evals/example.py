@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ..errors import DatasetError
+from ..errors import DatasetError, InvalidArgument
 
 
 class Example:
@@ -53,3 +53,21 @@ class Example:
     def __repr__(self) -> str:
         extra = "".join(f", {key}={value!r}" for key, value in self.metadata.items())
         return f"Example({self.inputs!r}, expected={self.expected!r}{extra})"
+
+
+def example_list(examples: Any, name: str) -> list[Example]:
+    """`examples` (a `Dataset` or any iterable of `Example`s) as a list; `InvalidArgument`
+    naming the argument `name` for anything else (None, a number, a path, a dict)."""
+    if isinstance(examples, str | bytes | Mapping) or not isinstance(examples, Iterable):
+        raise InvalidArgument(
+            f"{name} must be a Dataset or a list of Examples, got {type(examples).__name__}; "
+            "load a file with Dataset.from_jsonl(path) or Dataset.from_csv(path)."
+        )
+    items = list(examples)
+    bad = next((item for item in items if not isinstance(item, Example)), None)
+    if bad is not None:
+        raise InvalidArgument(
+            f"{name} must hold Examples, got a {type(bad).__name__}; build them with "
+            "Example(inputs, expected) or Dataset.from_records(...)."
+        )
+    return items

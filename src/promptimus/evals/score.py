@@ -14,8 +14,9 @@ __all__ = ["Score", "as_score"]
 
 @dataclass(frozen=True, slots=True)
 class Score:
-    """What a metric may return instead of a bare number: `value` plus `feedback`, the text a
-    reflective optimizer learns from ("expected 'Oslo', got 'Bergen'")."""
+    """What a metric may return instead of a bare number: `value`, a grade from 0 (wrong) to 1
+    (right), plus `feedback`, the text a reflective optimizer learns from ("expected 'Oslo',
+    got 'Bergen'"). `as_score` refuses a value outside [0, 1]."""
 
     value: float
     feedback: str = ""
@@ -31,18 +32,31 @@ class Score:
 
 
 def as_score(result: Any, metric: Any) -> Score:
-    """A metric's result as a `Score`; anything but a finite number or a `Score` raises
-    `MetricResultError` naming the metric."""
+    """A metric's result as a `Score`. A score is a grade between 0 (wrong) and 1 (right),
+    partial credit in between: reports average them, and optimizers treat 1 as nothing left to
+    improve and show the teacher what scored below it. Anything else (a value outside [0, 1],
+    a number that is not finite, another type) raises `MetricResultError` naming the metric."""
     if isinstance(result, Score):
-        return result
-    if isinstance(result, numbers.Real) and math.isfinite(float(result)):
-        return Score(float(result))
-    name = getattr(metric, "__qualname__", None) or type(metric).__name__
-    if isinstance(result, numbers.Real):
-        problem = f"the number {result!r}, which is not finite"
+        score = result
+    elif isinstance(result, numbers.Real) and math.isfinite(float(result)):
+        score = Score(float(result))
     else:
-        problem = f"{type(result).__name__} {result!r:.80}"
-    raise MetricResultError(
-        f"The metric {name} returned {problem}; a metric must return a finite number or a "
-        "Score(value, feedback). The evaluation stopped at this first result."
-    )
+        if isinstance(result, numbers.Real):
+            problem = f"the number {result!r}, which is not finite"
+        else:
+            problem = f"{type(result).__name__} {result!r:.80}"
+        raise MetricResultError(
+            f"The metric {_name(metric)} returned {problem}; a metric must return a finite "
+            "number or a Score(value, feedback). The evaluation stopped at this first result."
+        )
+    if not 0.0 <= score.value <= 1.0:
+        raise MetricResultError(
+            f"The metric {_name(metric)} returned the score {score.value!r}; a score is "
+            "between 0 and 1 (0 wrong, 1 right, partial credit in between): scale it, e.g. "
+            "points / max_points. The evaluation stopped at this first result."
+        )
+    return score
+
+
+def _name(metric: Any) -> str:
+    return getattr(metric, "__qualname__", None) or type(metric).__name__

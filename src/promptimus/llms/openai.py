@@ -25,6 +25,7 @@ from promptimus.llms.openai_format import (
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
 from promptimus.transport.rate_limit import RateLimiter, Reservation
+from promptimus.transport.request_text import check_request_text
 from promptimus.transport.retry import RetryPolicy, chained, classify, redact_secrets
 
 log = logging.getLogger("promptimus.llms")
@@ -101,6 +102,11 @@ class OpenAILike(OpenAIEndpoint):
         secrets = self._factory.secrets()
         try:
             return await self.retry.run(attempt, context=self._context, redact=secrets)
+        except UnicodeEncodeError:
+            # The SDK encodes the body before sending a byte; finding the field only now keeps
+            # the check off every request that encodes fine.
+            check_request_text(params, request=f"the {self._context}")
+            raise
         except PromptimusError as exc:
             if not demands_content(exc, params["messages"]):
                 raise

@@ -124,9 +124,9 @@ async def serve_async(
     """Serve until stopped (stdio: until the client closes the pipe)."""
     server = build_server(target, name)
     if transport == "stdio":
-        from mcp.server.stdio import stdio_server
+        from .stdio_wire import stdio_wire
 
-        async with stdio_server() as (read, write):
+        async with stdio_wire() as (read, write):
             await server.run(read, write, server.create_initialization_options())
         return
     if transport != "http":

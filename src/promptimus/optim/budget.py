@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import InvalidArgument
+from ..argument_checks import positive_int
 
 
 @dataclass(frozen=True)
@@ -18,16 +18,10 @@ class Budget:
     max_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        if isinstance(self.calls, bool) or not isinstance(self.calls, int) or self.calls < 1:
-            raise InvalidArgument(f"Budget.calls must be a positive int, got {self.calls!r}.")
-        if self.max_tokens is not None and (
-            isinstance(self.max_tokens, bool)
-            or not isinstance(self.max_tokens, int)
-            or self.max_tokens < 1
-        ):
-            raise InvalidArgument(
-                f"Budget.max_tokens must be a positive int or None, got {self.max_tokens!r}."
-            )
+        object.__setattr__(self, "calls", positive_int(self.calls, "Budget.calls"))
+        if self.max_tokens is not None:
+            max_tokens = positive_int(self.max_tokens, "Budget.max_tokens (or None)")
+            object.__setattr__(self, "max_tokens", max_tokens)
 
     @classmethod
     def of(cls, budget: int | Budget) -> Budget:

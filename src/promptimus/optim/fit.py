@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from ..core import Module, Parameter
 from ..dto import Usage
 from ..errors import BudgetTooSmall, EmptyTrainingData, InvalidArgument, OptimizationError
+from ..evals.example import example_list
 from .budget import Budget
 from .counted_evaluation import BudgetSpent, CountedEvaluator
 from .run_state import HISTORY, TrainState
@@ -52,8 +53,9 @@ async def fit(
     included; the run stops before it would pass it. With `checkpoint_dir`, `best.toml` and
     `history.jsonl` are written after the baseline and after every candidate; `resume=True`
     continues a run saved there. The module ends holding the best values found."""
-    trainset = list(trainset)
-    valset = trainset if valset is None else list(valset)
+    _check_optimizer(optimizer)
+    trainset = example_list(trainset, "fit's trainset")
+    valset = trainset if valset is None else example_list(valset, "fit's valset")
     if not trainset:
         raise EmptyTrainingData("fit() got an empty trainset; give it at least one Example.")
     if not valset:
@@ -65,7 +67,7 @@ async def fit(
             f"{len(valset)} validation examples; raise it to at least {len(valset)} (and more "
             "to leave room for training)."
         )
-    folder = None if checkpoint_dir is None else Path(checkpoint_dir)
+    folder = None if checkpoint_dir is None else _writable_folder(Path(checkpoint_dir))
     if resume and folder is None:
         raise InvalidArgument("fit(resume=True) needs the checkpoint_dir of the run to continue.")
     if folder is not None and not resume and (folder / HISTORY).exists():
@@ -106,6 +108,33 @@ async def fit(
         calls=evaluator.calls,
         best_values=state.snapshot(),
     )
+
+
+def _check_optimizer(optimizer: Any) -> None:
+    missing = [
+        name
+        for name in ("attach", "parameters", "step")
+        if not callable(getattr(optimizer, name, None))
+    ]
+    if missing:
+        raise InvalidArgument(
+            f"fit's optimizer must be an optimizer such as Reflective(teacher=llm) or "
+            f"FewShot(k=4), got {type(optimizer).__name__} (it has no {', '.join(missing)})."
+        )
+
+
+def _writable_folder(folder: Path) -> Path:
+    """`folder`, once it is sure it can be a folder: neither it nor any parent is a file. Checked
+    before the baseline, so a run never spends calls it cannot save."""
+    for path in (folder, *folder.parents):
+        if path.is_dir():
+            return folder
+        if os.path.lexists(path):
+            raise OptimizationError(
+                f"checkpoint_dir {str(folder)!r} cannot be created: {str(path)!r} is not a "
+                "folder. Pass a folder path (it is created if missing)."
+            )
+    return folder
 
 
 def _progress_bar(total: int) -> Any:

@@ -22,7 +22,7 @@ class ProposalRequest:
     rows: list[Any]
 
 
-ProposeFn = Callable[[ProposalRequest], Awaitable[str]]
+ProposeFn = Callable[[ProposalRequest], Awaitable[str] | str]
 
 DEFAULT_META_PROMPT = """\
 You improve one instruction of a program that calls a language model.

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import inspect
 import random
 from dataclasses import dataclass
 from typing import Any, Self
 
 from ..core import Module, Parameter
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, OptimizationError
 from ..llms.base import LLMProtocol
 from .counted_evaluation import BudgetSpent
 from .proposer import ProposalRequest, ProposeFn, TeacherProposer
@@ -49,6 +50,10 @@ class Reflective:
             raise InvalidArgument(
                 "Reflective needs exactly one of teacher=<an LLM> or propose=<async fn(request) "
                 "-> str>."
+            )
+        if propose is not None and not callable(propose):
+            raise InvalidArgument(
+                f"propose= must be a function (request) -> str, got {type(propose).__name__}."
             )
         if minibatch_size < 1:
             raise InvalidArgument(f"minibatch_size must be at least 1, got {minibatch_size}.")
@@ -98,9 +103,14 @@ class Reflective:
             value = await self.proposer(request)
         else:
             assert self._propose_fn is not None
-            value = await self._propose_fn(request)
+            value = self._propose_fn(request)
+            if inspect.isawaitable(value):
+                value = await value
         if not isinstance(value, str):
-            raise InvalidArgument(f"propose= must return a str, got {type(value).__name__}.")
+            raise OptimizationError(
+                f"propose= returned {type(value).__name__} {value!r:.60}; it must return the "
+                "new text of the parameter as a str."
+            )
         rejected = template_break(current, value)
         if not value.strip():
             rejected = "empty proposal"

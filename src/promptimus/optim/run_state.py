@@ -118,7 +118,13 @@ class TrainState:
     def save(self, *, best_changed: bool) -> None:
         if self.checkpoint_dir is None:
             return
-        self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.checkpoint_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise OptimizationError(
+                f"Cannot create checkpoint_dir {str(self.checkpoint_dir)!r}: "
+                f"{exc.strerror or exc}. Pass a folder that can be created and written."
+            ) from None
         if best_changed:
             current = self.snapshot()
             self.load_best()
@@ -128,7 +134,12 @@ class TrainState:
                 for path, value in current.items():
                     self.params[path].value = value
         lines = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in self.history)
-        atomic_write_bytes(self.checkpoint_dir / HISTORY, lines.encode("utf-8"))
+        try:
+            atomic_write_bytes(self.checkpoint_dir / HISTORY, lines.encode("utf-8"))
+        except OSError as exc:
+            raise OptimizationError(
+                f"Cannot write {self.checkpoint_dir / HISTORY}: {exc.strerror or exc}."
+            ) from None
 
     def resume(self) -> bool:
         """Continue a run saved in `checkpoint_dir`; False when there is none to continue."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from ..argument_checks import finite_number, positive_int
 from ..core.provider_calls import ProviderCall
 from ..errors import BudgetExceeded, InvalidArgument
 from .pricing import Pricing
@@ -29,10 +30,10 @@ class Budget:
     ) -> None:
         if max_tokens is None and max_cost is None:
             raise InvalidArgument("budget() needs max_tokens, max_cost or both.")
-        if max_tokens is not None and (isinstance(max_tokens, bool) or max_tokens < 1):
-            raise InvalidArgument(f"max_tokens must be an int >= 1, got {max_tokens!r}.")
-        if max_cost is not None and not max_cost > 0:
-            raise InvalidArgument(f"max_cost must be > 0, got {max_cost!r}.")
+        if max_tokens is not None:
+            max_tokens = positive_int(max_tokens, "budget(max_tokens=...)")
+        if max_cost is not None:
+            max_cost = finite_number(max_cost, "budget(max_cost=...)", positive=True)
         if max_cost is not None and pricing is None:
             raise InvalidArgument(
                 "budget(max_cost=...) needs pricing={model: (input, output[, cached_input])} "

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TypeAlias
 
+from ..argument_checks import finite_number
 from ..dto import Usage
 from ..errors import InvalidArgument
 
@@ -38,9 +39,10 @@ def check_pricing(pricing: Pricing | None) -> dict[str, tuple[float, float, floa
                 f"pricing[{model!r}] must be (input, output) or (input, output, cached_input) "
                 f"per million tokens, got {price!r}."
             )
-        values = [float(p) for p in price]
-        if any(v < 0 or v != v for v in values):
-            raise InvalidArgument(f"pricing[{model!r}] has a negative or NaN price: {price!r}.")
+        values = [
+            finite_number(value, f"pricing[{model!r}] {part} price per million tokens")
+            for value, part in zip(price, ("input", "output", "cached input"), strict=False)
+        ]
         table[str(model)] = (values[0], values[1], values[2] if len(values) == 3 else values[0])
     return table
 
