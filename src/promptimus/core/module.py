@@ -37,10 +37,7 @@ from .limits import DEFAULT_MAX_EXPANDED_CHARS, DEFAULT_MAX_FILE_BYTES, MAX_MODU
 from .parameters import UNSET, Parameter, copy_value, owner_path
 
 if TYPE_CHECKING:
-    from ..embedders.base import EmbedderProtocol
-    from ..llms.base import LLMProtocol
-    from ..rerankers.base import RerankerProtocol
-    from ..vector_stores.base import VectorStoreProtocol
+    from ..protocols import EmbedderProtocol, LLMProtocol, RerankerProtocol, VectorStoreProtocol
 
 # The module whose forward is running in this context: lets `super().forward()` skip a second pass
 # through the hooks while a module calling *itself* still gets one.

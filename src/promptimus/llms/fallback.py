@@ -24,8 +24,8 @@ from promptimus.errors import (
     PromptimusError,
     ProviderUnavailable,
 )
-from promptimus.llms.base import LLMProtocol
 from promptimus.llms.capabilities import ProviderCapabilities
+from promptimus.protocols import LLMProtocol
 from promptimus.transport.retry import classify
 
 __all__ = ["FallbackLLM", "falls_through"]

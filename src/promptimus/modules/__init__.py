@@ -22,7 +22,7 @@ _LAZY: dict[str, str] = {
     "document_id": "retrieval",
     # the original exported the rerankers here too
     "RRFReranker": "promptimus.rerankers.rrf",
-    "RerankerProtocol": "promptimus.rerankers.base",
+    "RerankerProtocol": "promptimus.protocols",
     # re-exported from promptimus.tools, where they live now
     "Tool": "promptimus.tools.tool",
     "toolset": "promptimus.tools.tool",
@@ -79,7 +79,7 @@ if TYPE_CHECKING:
     from ..agents.run_record import capture_records as capture_records
     from ..agents.run_record import current_record as current_record
     from ..agents.run_record import recording as recording
-    from ..rerankers.base import RerankerProtocol as RerankerProtocol
+    from ..protocols import RerankerProtocol as RerankerProtocol
     from ..rerankers.rrf import RRFReranker as RRFReranker
     from ..tools.composite_tool import CompositeTool as CompositeTool
     from ..tools.run_context import RunContext as RunContext

@@ -12,7 +12,7 @@ from ..errors import InvalidArgument
 from ..template import format_template
 
 if TYPE_CHECKING:
-    from ..llms.base import LLMProtocol
+    from ..protocols import LLMProtocol
 
 
 class Prompt(Module):

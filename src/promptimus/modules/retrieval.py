@@ -15,9 +15,8 @@ from ..errors import InvalidArgument, ProviderResponseError, RerankerNotSet
 from ..rerankers.rrf import RRFReranker
 
 if TYPE_CHECKING:
-    from ..embedders.base import EmbedderProtocol
-    from ..rerankers.base import RerankerProtocol
-    from ..vector_stores.base import Metadata, SearchHit, VectorStoreProtocol, Where
+    from ..dto import Metadata, SearchHit
+    from ..protocols import EmbedderProtocol, RerankerProtocol, VectorStoreProtocol, Where
 
 __all__ = ["RetrievalModule", "document_id"]
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 from promptimus._lazy import lazy_exports
 
 _LAZY: dict[str, str] = {
-    "RerankerProtocol": "base",
-    "FusionProtocol": "base",
+    "RerankerProtocol": "promptimus.protocols",
+    "FusionProtocol": "promptimus.protocols",
     "RRFReranker": "rrf",
     "reciprocal_rank_fusion": "rrf",
     "OpenAILikeReranker": "openai",
@@ -16,8 +16,9 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
-    from .base import FusionProtocol as FusionProtocol
-    from .base import RerankerProtocol as RerankerProtocol
+    from promptimus.protocols import FusionProtocol as FusionProtocol
+    from promptimus.protocols import RerankerProtocol as RerankerProtocol
+
     from .llm import LLMReranker as LLMReranker
     from .openai import OpenAILikeReranker as OpenAILikeReranker
     from .rrf import RRFReranker as RRFReranker

@@ -14,7 +14,7 @@ from promptimus.modules.prompt import Prompt
 from promptimus.template import format_template
 
 if TYPE_CHECKING:
-    from promptimus.vector_stores.base import SearchHit
+    from promptimus.dto import SearchHit
 
 __all__ = ["LLMReranker", "parse_scores"]
 

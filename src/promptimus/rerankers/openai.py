@@ -21,7 +21,7 @@ from promptimus.transport.retry import RetryPolicy
 if TYPE_CHECKING:
     import httpx
 
-    from promptimus.vector_stores.base import SearchHit
+    from promptimus.dto import SearchHit
 
 __all__ = ["OpenAILikeReranker"]
 
