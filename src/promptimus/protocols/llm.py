@@ -5,8 +5,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from promptimus._lazy import deprecated_exports
 from promptimus.dto import Message, MessageDelta
+
+__all__ = ["LLMProtocol"]
 
 
 class LLMProtocol(Protocol):
@@ -23,7 +24,3 @@ class LLMProtocol(Protocol):
     async def achat(self, history: list[Message], **kwargs: Any) -> Message: ...
 
     def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]: ...
-
-
-# The original promptimus called this protocol `ProviderProtocol`.
-__getattr__ = deprecated_exports(__name__, {"ProviderProtocol": "promptimus.llms.base.LLMProtocol"})
