@@ -14,7 +14,6 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from promptimus.core.provider_calls import current_provider_call, report_call_event
 from promptimus.dto import Message, MessageDelta
 from promptimus.errors import (
     AllProvidersFailed,
@@ -25,6 +24,7 @@ from promptimus.errors import (
     ProviderUnavailable,
 )
 from promptimus.llms.capabilities import ProviderCapabilities
+from promptimus.observe.provider_calls import current_provider_call, report_call_event
 from promptimus.protocols import LLMProtocol
 from promptimus.transport.retry import classify
 

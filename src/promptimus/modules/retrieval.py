@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core import Module
-from ..core.provider_calls import provider_call
 from ..errors import InvalidArgument, ProviderResponseError, RerankerNotSet
+from ..observe.provider_calls import provider_call
 from ..rerankers.rrf import RRFReranker
 
 if TYPE_CHECKING:

@@ -42,11 +42,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the pack
 
 from ..core import hooks
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
-from ..core.provider_calls import ProviderCall, register_provider_call_observer
+from ..observe.module_path import absolute_path
+from ..observe.pricing import Pricing, check_pricing
+from ..observe.provider_calls import ProviderCall, register_provider_call_observer
 from . import conventions as c
 from .attribute_values import ValueEncoder
-from .module_path import absolute_path
-from .pricing import Pricing, check_pricing
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider

@@ -11,8 +11,8 @@ import asyncio
 import threading
 from typing import Any, ClassVar
 
-from promptimus.core.provider_calls import report_usage
 from promptimus.dto import Usage
+from promptimus.observe.provider_calls import report_usage
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_client import OpenAIClientFactory
 from promptimus.transport.original_kwargs import OriginalKwargs

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from ..core.provider_calls import ProviderCall
 from ..errors import BudgetExceeded, InvalidArgument
 from .pricing import Pricing
+from .provider_calls import ProviderCall
 from .usage import UsageReport, collecting
 
 __all__ = ["Budget", "budget"]
