@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from . import errors
 from ._lazy import lazy_exports
+from ._version import __version__ as __version__
 from .core import (
     Module,
     ModuleDict,
@@ -22,8 +23,6 @@ from .core import (
 )
 from .core import hooks as _hooks
 from .errors import PromptimusError
-
-__version__ = "0.1.0"
 
 # name -> module that defines it (imported on first attribute access)
 _LAZY: dict[str, str] = {
