@@ -382,6 +382,11 @@ class Module(ABC):
 
     # ------------------------------------------------------------------ providers
 
+    def own_providers(self) -> dict[str, Any]:
+        """The providers set on this module itself with `with_*`, by kind ("llm", "embedder",
+        "vector_store", "reranker"); not the ones it would find on an ancestor."""
+        return dict(self._providers)
+
     def _set_provider(self, kind: str, provider: Any) -> Self:
         self._providers[kind] = provider
         return self

@@ -105,6 +105,11 @@ class OpenAILikeReranker:
             return os.environ.get(self.api_key_env) or None
         return None
 
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this reranker sends (its API key), for redaction from any text."""
+        key = self._key()
+        return (key,) if key else ()
+
     def _build_client(self) -> httpx.AsyncClient:
         import httpx
 

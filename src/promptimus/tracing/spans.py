@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
+from .._version import __version__
 from ..core import Module, current_session
 from ..errors import InvalidArgument, OptionalDependencyMissing
 
@@ -244,7 +244,7 @@ class Tracing:
         kwargs: dict[str, Any],
     ) -> None:
         enc = self.encoder
-        for provider in module._providers.values():  # its keys, before any value is written
+        for provider in module.own_providers().values():  # its keys, before any value is written
             enc.add_secrets(_provider_secrets(provider))
         kind = _module_kind(module)
         metadata: dict[str, Any] = {"module_class": type(module).__qualname__}
@@ -568,19 +568,10 @@ def _scalar(enc: ValueEncoder, value: Any) -> Any:
 
 def _provider_secrets(provider: Any) -> Iterator[str]:
     """The credentials a provider holds, to keep them out of every attribute."""
-    for holder in (provider, getattr(provider, "_factory", None)):
-        secrets = getattr(holder, "secrets", None)
-        if callable(secrets):
-            try:
-                values = tuple(secrets())
-            except Exception:
-                values = ()
-            yield from values
-    key = getattr(provider, "_key", None)
-    if callable(key):
+    secrets = getattr(provider, "secrets", None)  # OpenAIEndpoint, OpenAILikeReranker
+    if callable(secrets):
         try:
-            value = key()
+            values = tuple(secrets())
         except Exception:
-            value = None
-        if isinstance(value, str):
-            yield value
+            values = ()
+        yield from (value for value in values if isinstance(value, str))

@@ -90,6 +90,10 @@ class OpenAIEndpoint:
     def base_url(self) -> str | None:
         return self._factory.base_url
 
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this provider sends (its API key), for redaction from any text."""
+        return self._factory.secrets()
+
     @property
     def max_concurrency(self) -> int | None:
         """The cap on requests in flight (None: no cap)."""
