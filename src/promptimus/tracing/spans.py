@@ -522,8 +522,8 @@ def _module_kind(module: Module) -> str:
 
 def _builtin_kind(module: Module) -> str:
     from ..agents.base_agent import BaseAgent
+    from ..modules.llm_reranker import LLMReranker
     from ..modules.retrieval import RetrievalModule
-    from ..rerankers.llm import LLMReranker
     from ..rerankers.rrf import RRFReranker
     from ..tools.tool import Tool
 
