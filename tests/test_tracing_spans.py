@@ -642,3 +642,22 @@ async def test_a_call_served_by_a_fallback_names_that_model_as_the_response_mode
     assert attrs(llm_span)["gen_ai.request.model"] == "fake-model"  # what the call asked for
     assert attrs(llm_span)["gen_ai.response.model"] == "backup-model"
     assert attrs(llm_span)["llm.model_name"] == "backup-model"
+
+
+async def test_a_modules_own_providers_keys_are_redacted_before_any_request(
+    exporter: InMemorySpanExporter,
+) -> None:
+    class Echo(Module):
+        async def forward(self, text: str) -> str:
+            return text
+
+    reranker = OpenAILikeReranker("fake-rerank", api_key=SECRET, base_url="http://127.0.0.1:9")
+    module = Echo().with_reranker(reranker)
+    assert module.own_providers() == {"reranker": reranker}
+    assert reranker.secrets() == (SECRET,)
+
+    await module(f"the key is {SECRET}")
+
+    span = one(exporter.get_finished_spans(), "root")
+    text = json.dumps(dict(span.attributes or {}))
+    assert "[REDACTED]" in text and SECRET not in text

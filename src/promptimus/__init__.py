@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from . import errors
 from ._lazy import lazy_exports
+from ._version import __version__ as __version__
 from .core import (
     Module,
     ModuleDict,
@@ -23,8 +24,6 @@ from .core import (
 from .core import hooks as _hooks
 from .errors import PromptimusError
 
-__version__ = "0.1.0"
-
 # name -> module that defines it (imported on first attribute access)
 _LAZY: dict[str, str] = {
     "Message": "dto",
@@ -37,8 +36,8 @@ _LAZY: dict[str, str] = {
     "ToolCallDelta": "dto",
     "History": "dto",
     "Prompt": "modules.prompt",
-    "track_usage": "promptimus.tracing.usage",
-    "budget": "promptimus.tracing.budget",
+    "track_usage": "promptimus.observe.usage",
+    "budget": "promptimus.observe.budget",
     "BudgetExceeded": "errors",
 }
 _SUBMODULES = {
@@ -77,8 +76,8 @@ if TYPE_CHECKING:
     from .dto import Usage as Usage
     from .errors import BudgetExceeded as BudgetExceeded
     from .modules.prompt import Prompt as Prompt
-    from .tracing.budget import budget as budget
-    from .tracing.usage import track_usage as track_usage
+    from .observe.budget import budget as budget
+    from .observe.usage import track_usage as track_usage
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), submodules=_SUBMODULES)

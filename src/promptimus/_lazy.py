@@ -7,6 +7,7 @@ that defines them and imported on first attribute access, so ``import promptimus
 from __future__ import annotations
 
 import importlib
+import sys
 import warnings
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any
@@ -70,3 +71,15 @@ def deprecated_exports(
         return getattr(importlib.import_module(module), attr)
 
     return __getattr__
+
+
+def moved_modules(package: str, moved: Mapping[str, str]) -> None:
+    """Keep ``package.<name>`` importable for modules that moved to another package.
+
+    ``moved`` maps a submodule name to the absolute ``promptimus.…`` path it moved to. The moved
+    module is imported now and registered under its old name too, so ``import package.name``
+    and ``from package.name import X`` give the very same module object (one set of globals,
+    one class per name) without a file at the old path.
+    """
+    for name, target in moved.items():
+        sys.modules.setdefault(f"{package}.{name}", importlib.import_module(target))

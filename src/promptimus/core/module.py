@@ -45,10 +45,7 @@ from .hooks import RemovableHandle, active_interceptors, maybe_await
 from .parameters import UNSET, Parameter, copy_value, owner_path
 
 if TYPE_CHECKING:
-    from ..embedders.base import EmbedderProtocol
-    from ..llms.base import LLMProtocol
-    from ..rerankers.base import RerankerProtocol
-    from ..vector_stores.base import VectorStoreProtocol
+    from ..protocols import EmbedderProtocol, LLMProtocol, RerankerProtocol, VectorStoreProtocol
 
 # The module whose forward is running in this context: lets `super().forward()` skip a second pass
 # through the hooks while a module calling *itself* still gets one.
@@ -392,6 +389,11 @@ class Module(ABC):
         return self
 
     # ------------------------------------------------------------------ providers
+
+    def own_providers(self) -> dict[str, Any]:
+        """The providers set on this module itself with `with_*`, by kind ("llm", "embedder",
+        "vector_store", "reranker"); not the ones it would find on an ancestor."""
+        return dict(self._providers)
 
     def _set_provider(self, kind: str, provider: Any) -> Self:
         self._providers[kind] = provider

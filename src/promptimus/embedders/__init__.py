@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING
 from promptimus._lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from promptimus.embedders.base import EmbedderProtocol, Embedding
     from promptimus.embedders.hashing import hashed_embedding, tokenize
     from promptimus.embedders.hashing_embedder import HashingEmbedder
     from promptimus.embedders.openai import OpenAILikeEmbedder
+    from promptimus.protocols import EmbedderProtocol, Embedding
 
 _EXPORTS = {
-    "EmbedderProtocol": "base",
-    "Embedding": "base",
+    "EmbedderProtocol": "promptimus.protocols",
+    "Embedding": "promptimus.protocols",
     "HashingEmbedder": "hashing_embedder",
     "OpenAILikeEmbedder": "openai",
     "hashed_embedding": "hashing",

@@ -1,28 +1,23 @@
-"""Usage per evaluated example: requests and tokens of the LLM replies a module call produced.
+"""Usage per evaluated example: the requests and tokens of the LLM calls a module call made.
 
-How it counts: while a collector is open, a module-call interceptor (the core's seam for
-observers) looks at what every `Prompt` returns — `Prompt.forward` is where `Prompt`,
-`MemoryModule`, `StructuralOutput`, `RAGModule` and the (non-streaming) agents send their
-requests — and adds the reply's `Message.usage` to the collector of the current context. The
-collector is a context variable, so concurrent examples each see only their own replies.
-
-What it does not see: a module that calls `llm.achat` itself rather than through a `Prompt`,
-and streamed agent runs (`agent.stream`). When `promptimus.track_usage` (the provider-call seam
-of `promptimus.tracing`) is on main, `collecting()` is the one place to swap for it; its
-`total` carries the same fields.
+A collector is one more sink on `promptimus.observe.usage`, the aggregate `track_usage` and
+budgets read, so it counts what they count: every LLM call made in this context inside the
+block — through a `Prompt`, a structured output, an agent's run, streamed or not, or a module's
+own `provider_call` — with the usage its provider reported. `requests` are HTTP requests, as in
+`track_usage`: a retried request counts each attempt, a reply served by a response cache none.
+Embedding and rerank calls are not LLM usage and are left out. Collectors are per context, so
+concurrent examples each see only their own calls; a collector opened inside another feeds both.
 """
 
 from __future__ import annotations
 
-import contextvars
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
-from typing import Any
 
-from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
-from ..dto import Message
+from ..dto import Message, Usage
+from ..observe.provider_calls import ProviderCall
+from ..observe.usage import collecting as collecting_calls
 
 __all__ = ["UsageTotals", "collecting"]
 
@@ -39,8 +34,12 @@ class UsageTotals:
     reasoning_tokens: int = 0
 
     def add_reply(self, reply: Message) -> None:
-        self.requests += 1
-        usage = reply.usage
+        """Count one request that returned `reply`, with the reply's usage."""
+        self.add_usage(1, reply.usage)
+
+    def add_usage(self, requests: int, usage: Usage | None) -> None:
+        """Count `requests` requests that used `usage` together."""
+        self.requests += requests
         if usage is None:
             return
         self.prompt_tokens += usage.prompt_tokens
@@ -64,55 +63,25 @@ class UsageTotals:
         return asdict(self)
 
 
-_current: contextvars.ContextVar[UsageTotals | None] = contextvars.ContextVar(
-    "promptimus_eval_usage", default=None
-)
-_lock = threading.Lock()
-_users = 0
-_handle: RemovableHandle | None = None
+class _Sink:
+    """Adds each finished LLM call of its context to one `UsageTotals`."""
 
+    __slots__ = ("totals",)
 
-async def _count_replies(module: Any, call_next: CallNext, args: Any, kwargs: Any) -> Any:
-    output = await call_next(args, kwargs)
-    totals = _current.get()
-    if totals is not None and isinstance(output, Message) and _is_prompt(module):
-        totals.add_reply(output)
-    return output
+    def __init__(self, totals: UsageTotals) -> None:
+        self.totals = totals
 
+    def before(self, call: ProviderCall) -> None:
+        pass
 
-def _is_prompt(module: Any) -> bool:
-    from ..agents.dynamic_prompt import DynamicPrompt
-    from ..modules.prompt import Prompt
-
-    return isinstance(module, Prompt | DynamicPrompt)
-
-
-@contextmanager
-def _interceptor() -> Iterator[None]:
-    # Registered only while some evaluation runs: an interceptor makes every module call take the
-    # slow path, so it is not left in place afterwards.
-    global _users, _handle
-    with _lock:
-        _users += 1
-        if _handle is None:
-            _handle = register_module_call_interceptor(_count_replies)
-    try:
-        yield
-    finally:
-        with _lock:
-            _users -= 1
-            if _users == 0 and _handle is not None:
-                _handle.remove()
-                _handle = None
+    def after(self, path: str, call: ProviderCall) -> None:
+        if call.kind == "llm":
+            self.totals.add_usage(call.request_count, call.usage)
 
 
 @contextmanager
 def collecting() -> Iterator[UsageTotals]:
-    """Sum the usage of every LLM reply produced in this context inside the block."""
+    """Sum the usage of every LLM call made in this context inside the block."""
     totals = UsageTotals()
-    with _interceptor():
-        token = _current.set(totals)
-        try:
-            yield totals
-        finally:
-            _current.reset(token)
+    with collecting_calls(_Sink(totals)):
+        yield totals

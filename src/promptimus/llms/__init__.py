@@ -11,7 +11,6 @@ from promptimus._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from promptimus.llms.accumulator import MessageAccumulator, aaccumulate, accumulate
-    from promptimus.llms.base import LLMProtocol
     from promptimus.llms.cached import CachedLLM
     from promptimus.llms.capabilities import ProviderCapabilities, capabilities
     from promptimus.llms.claude import Claude
@@ -24,9 +23,10 @@ if TYPE_CHECKING:
     from promptimus.llms.response_cache import ResponseCache
     from promptimus.llms.scripted import ScriptedLLM
     from promptimus.llms.sqlite_cache import SQLiteCache
+    from promptimus.protocols import LLMProtocol
 
 _EXPORTS = {
-    "LLMProtocol": "base",
+    "LLMProtocol": "promptimus.protocols",
     "ProviderCapabilities": "capabilities",
     "capabilities": "capabilities",
     "MessageAccumulator": "accumulator",

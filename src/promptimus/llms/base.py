@@ -1,29 +1,11 @@
-"""The LLM seam: anything with ``model_name``, ``achat`` and ``astream`` is an LLM."""
+"""Where the original promptimus had the LLM seam; it lives in `promptimus.protocols.llm`."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Any, Protocol
-
 from promptimus._lazy import deprecated_exports
-from promptimus.dto import Message, MessageDelta
+from promptimus.protocols.llm import LLMProtocol
 
-
-class LLMProtocol(Protocol):
-    """A chat model.
-
-    ``achat`` returns the whole assistant reply (content, tool calls, reasoning, usage,
-    finish_reason). ``astream`` is an async generator of ``MessageDelta`` whose accumulation
-    (see ``MessageAccumulator``) equals what ``achat`` would return. Extra keyword arguments
-    (``tools``, ``temperature``, ``response_format``...) go to the model as request options.
-    """
-
-    model_name: str
-
-    async def achat(self, history: list[Message], **kwargs: Any) -> Message: ...
-
-    def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]: ...
-
+__all__ = ["LLMProtocol"]
 
 # The original promptimus called this protocol `ProviderProtocol`.
 __getattr__ = deprecated_exports(__name__, {"ProviderProtocol": "promptimus.llms.base.LLMProtocol"})

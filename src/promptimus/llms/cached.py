@@ -18,7 +18,6 @@ from pydantic import ValidationError
 
 from promptimus.dto import Message, MessageDelta, Usage
 from promptimus.llms.accumulator import MessageAccumulator
-from promptimus.llms.base import LLMProtocol
 from promptimus.llms.cache_key import (
     is_deterministic,
     provider_identity,
@@ -28,6 +27,7 @@ from promptimus.llms.cache_key import (
 from promptimus.llms.capabilities import ProviderCapabilities, capabilities
 from promptimus.llms.response_cache import ResponseCache
 from promptimus.llms.scripted import split_message
+from promptimus.protocols import LLMProtocol
 
 __all__ = ["CachedLLM"]
 

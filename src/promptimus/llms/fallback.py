@@ -14,7 +14,6 @@ import logging
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from promptimus.core.provider_calls import current_provider_call, report_call_event
 from promptimus.dto import Message, MessageDelta
 from promptimus.errors import (
     AllProvidersFailed,
@@ -24,8 +23,9 @@ from promptimus.errors import (
     PromptimusError,
     ProviderUnavailable,
 )
-from promptimus.llms.base import LLMProtocol
 from promptimus.llms.capabilities import ProviderCapabilities
+from promptimus.observe.provider_calls import current_provider_call, report_call_event
+from promptimus.protocols import LLMProtocol
 from promptimus.transport.retry import classify
 
 __all__ = ["FallbackLLM", "falls_through"]

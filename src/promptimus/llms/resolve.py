@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from promptimus.errors import ModelResolutionError
-from promptimus.llms.base import LLMProtocol
+from promptimus.protocols import LLMProtocol
 
 ALIAS_PREFIX = "PROMPTIMUS_MODEL_"
 BUILTIN_PROVIDERS = ("openai", "ollama")

@@ -1,4 +1,4 @@
-"""Prebuilt modules (Prompt, Memory, StructuralOutput, Retrieval, RAG).
+"""Prebuilt modules (Prompt, Memory, StructuralOutput, Retrieval, RAG, LLMReranker).
 
 Every name this package exported before tools and agents got packages of their own is still
 exported here. Names load on first use to keep `import promptimus.modules` light.
@@ -20,9 +20,10 @@ _LAZY: dict[str, str] = {
     "RetrievalModule": "retrieval",
     "RAGModule": "rag",
     "document_id": "retrieval",
+    "LLMReranker": "llm_reranker",
     # the original exported the rerankers here too
     "RRFReranker": "promptimus.rerankers.rrf",
-    "RerankerProtocol": "promptimus.rerankers.base",
+    "RerankerProtocol": "promptimus.protocols",
     # re-exported from promptimus.tools, where they live now
     "Tool": "promptimus.tools.tool",
     "toolset": "promptimus.tools.tool",
@@ -79,7 +80,7 @@ if TYPE_CHECKING:
     from ..agents.run_record import capture_records as capture_records
     from ..agents.run_record import current_record as current_record
     from ..agents.run_record import recording as recording
-    from ..rerankers.base import RerankerProtocol as RerankerProtocol
+    from ..protocols import RerankerProtocol as RerankerProtocol
     from ..rerankers.rrf import RRFReranker as RRFReranker
     from ..tools.composite_tool import CompositeTool as CompositeTool
     from ..tools.run_context import RunContext as RunContext
@@ -88,6 +89,7 @@ if TYPE_CHECKING:
     from ..tools.tool import handoff_messages as handoff_messages
     from ..tools.tool import tool_result_to_text as tool_result_to_text
     from ..tools.tool import toolset as toolset
+    from .llm_reranker import LLMReranker as LLMReranker
     from .memory import Memory as Memory
     from .memory import MemoryModule as MemoryModule
     from .memory import ResetMemoryContext as ResetMemoryContext

@@ -6,13 +6,13 @@ import warnings
 from typing import TYPE_CHECKING, Any
 
 from ..core import Module, Parameter
-from ..core.provider_calls import provider_call
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
+from ..observe.provider_calls import provider_call
 from ..template import format_template
 
 if TYPE_CHECKING:
-    from ..llms.base import LLMProtocol
+    from ..protocols import LLMProtocol
 
 
 class Prompt(Module):

@@ -14,9 +14,8 @@ from .memory import Memory, MemoryModule
 from .retrieval import RetrievalModule
 
 if TYPE_CHECKING:
-    from ..embedders.base import EmbedderProtocol
-    from ..rerankers.base import RerankerProtocol
-    from ..vector_stores.base import SearchHit, VectorStoreProtocol, Where
+    from ..dto import SearchHit
+    from ..protocols import EmbedderProtocol, RerankerProtocol, VectorStoreProtocol, Where
 
 __all__ = ["DEFAULT_QUERY_TEMPLATE", "DEFAULT_RAG_SYSTEM_PROMPT", "RAGModule"]
 

@@ -10,14 +10,13 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..core import Module
-from ..core.provider_calls import provider_call
 from ..errors import InvalidArgument, ProviderResponseError, RerankerNotSet
+from ..observe.provider_calls import provider_call
 from ..rerankers.rrf import RRFReranker
 
 if TYPE_CHECKING:
-    from ..embedders.base import EmbedderProtocol
-    from ..rerankers.base import RerankerProtocol
-    from ..vector_stores.base import Metadata, SearchHit, VectorStoreProtocol, Where
+    from ..dto import Metadata, SearchHit
+    from ..protocols import EmbedderProtocol, RerankerProtocol, VectorStoreProtocol, Where
 
 __all__ = ["RetrievalModule", "document_id"]
 

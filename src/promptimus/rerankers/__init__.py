@@ -1,4 +1,8 @@
-"""Rerankers: reorder search hits for a query. Names load on first use (httpx stays unimported)."""
+"""Rerankers: reorder search hits for a query. Names load on first use (httpx stays unimported).
+
+`LLMReranker` runs a prompt, so it is a module (`promptimus.modules.llm_reranker`); it is served
+here too, on first use, because this is where users look for every reranker.
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,18 @@ from typing import TYPE_CHECKING
 from promptimus._lazy import lazy_exports
 
 _LAZY: dict[str, str] = {
-    "RerankerProtocol": "base",
-    "FusionProtocol": "base",
+    "RerankerProtocol": "promptimus.protocols",
+    "FusionProtocol": "promptimus.protocols",
     "RRFReranker": "rrf",
     "reciprocal_rank_fusion": "rrf",
     "OpenAILikeReranker": "openai",
-    "LLMReranker": "llm",
+    "LLMReranker": "promptimus.modules.llm_reranker",
 }
 
 if TYPE_CHECKING:
-    from .base import FusionProtocol as FusionProtocol
-    from .base import RerankerProtocol as RerankerProtocol
-    from .llm import LLMReranker as LLMReranker
+    from promptimus.protocols import FusionProtocol as FusionProtocol
+    from promptimus.protocols import RerankerProtocol as RerankerProtocol
+
     from .openai import OpenAILikeReranker as OpenAILikeReranker
     from .rrf import RRFReranker as RRFReranker
     from .rrf import reciprocal_rank_fusion as reciprocal_rank_fusion

@@ -21,7 +21,7 @@ from promptimus.transport.retry import RetryPolicy
 if TYPE_CHECKING:
     import httpx
 
-    from promptimus.vector_stores.base import SearchHit
+    from promptimus.dto import SearchHit
 
 __all__ = ["OpenAILikeReranker"]
 
@@ -104,6 +104,11 @@ class OpenAILikeReranker:
         if self.api_key_env:
             return os.environ.get(self.api_key_env) or None
         return None
+
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this reranker sends (its API key), for redaction from any text."""
+        key = self._key()
+        return (key,) if key else ()
 
     def _build_client(self) -> httpx.AsyncClient:
         import httpx

@@ -10,7 +10,7 @@ from promptimus.core import Module, Parameter
 from promptimus.errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from promptimus.vector_stores.base import SearchHit
+    from promptimus.dto import SearchHit
 
 __all__ = ["RRFReranker", "reciprocal_rank_fusion"]
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from promptimus.embedders.hashing import hashed_embedding, tokenize
+from promptimus.testing.context_overflow import context_overflow_body
 from promptimus.testing.script import Reply, ToolCall
 
 __all__ = [
@@ -54,44 +55,6 @@ def error_body(status: int, message: str | None = None) -> dict[str, Any]:
     if message is None:
         message = f"fake server: injected error {status}"
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
-def context_overflow_body(dialect: str, n_ctx: int, n_prompt_tokens: int) -> tuple[int, Any]:
-    """(status, body) a server sends for a request larger than its context window, in the
-    shape of ``dialect``: "openai", "llama.cpp" or "vllm" (each paraphrased, same fields)."""
-    if dialect == "openai":
-        return 400, {
-            "error": {
-                "message": f"This model's maximum context length is {n_ctx} tokens. However, "
-                f"your messages resulted in {n_prompt_tokens} tokens. Please reduce the length "
-                "of the messages.",
-                "type": "invalid_request_error",
-                "param": "messages",
-                "code": "context_length_exceeded",
-            }
-        }
-    if dialect == "llama.cpp":
-        return 400, {
-            "error": {
-                "code": 400,
-                "message": f"request ({n_prompt_tokens} tokens) exceeds the available context "
-                f"size ({n_ctx} tokens), try increasing it",
-                "type": "exceed_context_size_error",
-                "n_prompt_tokens": n_prompt_tokens,
-                "n_ctx": n_ctx,
-            }
-        }
-    if dialect == "vllm":
-        return 400, {
-            "object": "error",
-            "message": f"This model's maximum context length is {n_ctx} tokens. However, you "
-            f"requested {n_prompt_tokens} tokens ({n_prompt_tokens} in the messages, 0 in the "
-            "completion). Please reduce the length of the messages or completion.",
-            "type": "BadRequestError",
-            "param": None,
-            "code": 400,
-        }
-    raise ValueError(f"unknown context-overflow dialect {dialect!r}; use openai, llama.cpp, vllm")
 
 
 def response_format_rejection_body(kind: str) -> dict[str, Any]:

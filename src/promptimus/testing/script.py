@@ -9,6 +9,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from promptimus.testing.context_overflow import context_overflow_body
+
 __all__ = [
     "CONTEXT_DIALECTS",
     "ContextDialect",
@@ -179,8 +181,6 @@ class Fault:
         *,
         mid_stream: bool = False,
     ) -> Fault:
-        from promptimus.testing.payloads import context_overflow_body
-
         status, body = context_overflow_body(dialect, n_ctx, n_prompt_tokens)
         if mid_stream:
             inner = body.get("error", body)

@@ -18,7 +18,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import lazy_exports
+from .._lazy import lazy_exports, moved_modules
+
+# Usage, pricing and budgets moved down to `promptimus.observe`; their old paths here still import.
+_MOVED = {
+    "usage": "promptimus.observe.usage",
+    "budget": "promptimus.observe.budget",
+    "pricing": "promptimus.observe.pricing",
+    "module_path": "promptimus.observe.module_path",
+}
+moved_modules(__name__, _MOVED)
 
 _LAZY: dict[str, str] = {
     "instrument": "spans",
@@ -28,23 +37,26 @@ _LAZY: dict[str, str] = {
     "tracing_disabled": "spans",
     "label_tree": "spans",
     "DEFAULT_MAX_VALUE_CHARS": "spans",
-    "track_usage": "usage",
-    "UsageReport": "usage",
-    "PathUsage": "usage",
-    "budget": "budget",
-    "Budget": "budget",
-    "Pricing": "pricing",
-    "cost_of": "pricing",
-    "absolute_path": "module_path",
+    "track_usage": "promptimus.observe.usage",
+    "UsageReport": "promptimus.observe.usage",
+    "PathUsage": "promptimus.observe.usage",
+    "budget": "promptimus.observe.budget",
+    "Budget": "promptimus.observe.budget",
+    "Pricing": "promptimus.observe.pricing",
+    "cost_of": "promptimus.observe.pricing",
+    "absolute_path": "promptimus.observe.module_path",
 }
 _SUBMODULES = {"auto", "conventions", "spans", "usage", "budget", "pricing", "module_path"}
 
 if TYPE_CHECKING:
-    from .budget import Budget as Budget
-    from .budget import budget as budget
-    from .module_path import absolute_path as absolute_path
-    from .pricing import Pricing as Pricing
-    from .pricing import cost_of as cost_of
+    from ..observe.budget import Budget as Budget
+    from ..observe.budget import budget as budget
+    from ..observe.module_path import absolute_path as absolute_path
+    from ..observe.pricing import Pricing as Pricing
+    from ..observe.pricing import cost_of as cost_of
+    from ..observe.usage import PathUsage as PathUsage
+    from ..observe.usage import UsageReport as UsageReport
+    from ..observe.usage import track_usage as track_usage
     from .spans import DEFAULT_MAX_VALUE_CHARS as DEFAULT_MAX_VALUE_CHARS
     from .spans import Tracing as Tracing
     from .spans import disable_tracing as disable_tracing
@@ -52,9 +64,6 @@ if TYPE_CHECKING:
     from .spans import instrument as instrument
     from .spans import label_tree as label_tree
     from .spans import tracing_disabled as tracing_disabled
-    from .usage import PathUsage as PathUsage
-    from .usage import UsageReport as UsageReport
-    from .usage import track_usage as track_usage
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), submodules=_SUBMODULES)
 

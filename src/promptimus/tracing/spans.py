@@ -26,7 +26,7 @@ import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .. import __version__
+from .._version import __version__
 from ..core import Module, current_session
 from ..errors import InvalidArgument, OptionalDependencyMissing
 
@@ -42,11 +42,11 @@ except ImportError as exc:  # pragma: no cover - exercised only without the pack
 
 from ..core import hooks
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
-from ..core.provider_calls import ProviderCall, register_provider_call_observer
+from ..observe.module_path import absolute_path
+from ..observe.pricing import Pricing, check_pricing
+from ..observe.provider_calls import ProviderCall, register_provider_call_observer
 from . import conventions as c
 from .attribute_values import ValueEncoder
-from .module_path import absolute_path
-from .pricing import Pricing, check_pricing
 
 if TYPE_CHECKING:
     from opentelemetry.trace import TracerProvider
@@ -244,7 +244,7 @@ class Tracing:
         kwargs: dict[str, Any],
     ) -> None:
         enc = self.encoder
-        for provider in module._providers.values():  # its keys, before any value is written
+        for provider in module.own_providers().values():  # its keys, before any value is written
             enc.add_secrets(_provider_secrets(provider))
         kind = _module_kind(module)
         metadata: dict[str, Any] = {"module_class": type(module).__qualname__}
@@ -522,8 +522,8 @@ def _module_kind(module: Module) -> str:
 
 def _builtin_kind(module: Module) -> str:
     from ..agents.base_agent import BaseAgent
+    from ..modules.llm_reranker import LLMReranker
     from ..modules.retrieval import RetrievalModule
-    from ..rerankers.llm import LLMReranker
     from ..rerankers.rrf import RRFReranker
     from ..tools.tool import Tool
 
@@ -568,19 +568,10 @@ def _scalar(enc: ValueEncoder, value: Any) -> Any:
 
 def _provider_secrets(provider: Any) -> Iterator[str]:
     """The credentials a provider holds, to keep them out of every attribute."""
-    for holder in (provider, getattr(provider, "_factory", None)):
-        secrets = getattr(holder, "secrets", None)
-        if callable(secrets):
-            try:
-                values = tuple(secrets())
-            except Exception:
-                values = ()
-            yield from values
-    key = getattr(provider, "_key", None)
-    if callable(key):
+    secrets = getattr(provider, "secrets", None)  # OpenAIEndpoint, OpenAILikeReranker
+    if callable(secrets):
         try:
-            value = key()
+            values = tuple(secrets())
         except Exception:
-            value = None
-        if isinstance(value, str):
-            yield value
+            values = ()
+        yield from (value for value in values if isinstance(value, str))

@@ -11,8 +11,8 @@ import asyncio
 import threading
 from typing import Any, ClassVar
 
-from promptimus.core.provider_calls import report_usage
 from promptimus.dto import Usage
+from promptimus.observe.provider_calls import report_usage
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_client import OpenAIClientFactory
 from promptimus.transport.original_kwargs import OriginalKwargs
@@ -89,6 +89,10 @@ class OpenAIEndpoint:
     @property
     def base_url(self) -> str | None:
         return self._factory.base_url
+
+    def secrets(self) -> tuple[str, ...]:
+        """The credentials this provider sends (its API key), for redaction from any text."""
+        return self._factory.secrets()
 
     @property
     def max_concurrency(self) -> int | None:

@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from promptimus.core.provider_calls import report_call_event
 from promptimus.errors import (
     ContextWindowExceeded,
     EmptyReply,
@@ -28,6 +27,7 @@ from promptimus.errors import (
     RequestRejected,
     RetryBudgetExhausted,
 )
+from promptimus.observe.provider_calls import report_call_event
 from promptimus.transport.error_body import context_overflow, is_request_error_body
 from promptimus.transport.secret_scrub import redact_secrets, scrub_exception
 

@@ -1,4 +1,5 @@
-"""The vector-store seam: `SearchHit`, `VectorStoreProtocol` and the shared metadata filter.
+"""The shared metadata filter of every vector store; `SearchHit` (`promptimus.dto`) and
+`VectorStoreProtocol` (`promptimus.protocols`) are re-exported here, where they were first.
 
 Score convention, the same for every store: **higher is better**. In a cosine space the score is
 the cosine similarity in ``[-1, 1]``; other spaces document their own monotone mapping.
@@ -26,10 +27,11 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
+from promptimus.dto.search_hit import Metadata, SearchHit
 from promptimus.errors import InvalidArgument, InvalidFilter
+from promptimus.protocols.vector_store import VectorStoreProtocol, Where
 from promptimus.vector_stores.checks import (
     check_embedding,
     check_insert,
@@ -55,71 +57,11 @@ __all__ = [
     "validate_where",
 ]
 
-Metadata = dict[str, Any]
-Where = dict[str, Any]
-
 LOGICAL_OPERATORS = frozenset({"$and", "$or"})
 COMPARISON_OPERATORS = frozenset({"$eq", "$ne", "$gt", "$gte", "$lt", "$lte", "$in", "$nin"})
 #: How deep ``$and``/``$or`` may nest: deeper filters raise `InvalidFilter` (never RecursionError).
 MAX_FILTER_DEPTH = 20
 _ORDERING = {"$gt": operator.gt, "$gte": operator.ge, "$lt": operator.lt, "$lte": operator.le}
-
-
-@dataclass(frozen=True, slots=True)
-class SearchHit:
-    """One search result. ``score``: higher is better (cosine space: cosine similarity)."""
-
-    id: str
-    document: str
-    score: float
-    metadata: Metadata = field(default_factory=dict)
-
-    # The original promptimus (0.1) named these ``idx`` and ``content``; code that reads results
-    # with those names keeps working on every store's hits.
-    @property
-    def idx(self) -> str:
-        """The document's id (the original promptimus' name for `id`)."""
-        return self.id
-
-    @property
-    def content(self) -> str:
-        """The document's text (the original promptimus' name for `document`)."""
-        return self.document
-
-
-@runtime_checkable
-class VectorStoreProtocol(Protocol):
-    """A store of documents with embeddings, ids and metadata.
-
-    - ``insert`` upserts: inserting an id that exists replaces that document, never duplicates it;
-      it returns the ids in input order.
-    - ``search`` returns at most ``n_results`` hits, best first (higher score is better).
-    - ``text_search`` does lexical search when ``supports_text_search`` is true, and raises
-      `TextSearchUnsupported` otherwise.
-    - ``where`` is the filter described in this module; invalid filters raise `InvalidFilter`.
-    """
-
-    supports_text_search: bool
-
-    async def insert(
-        self,
-        embeddings: list[list[float]],
-        documents: list[str],
-        ids: list[str],
-        metadatas: list[Metadata] | None = None,
-    ) -> list[str]: ...
-
-    async def search(
-        self, embedding: list[float], n_results: int = 10, where: Where | None = None
-    ) -> list[SearchHit]: ...
-
-    async def text_search(
-        self, query: str, n_results: int = 10, where: Where | None = None
-    ) -> list[SearchHit]: ...
-
-    async def delete(self, ids: list[str]) -> None: ...
-
-    async def count(self) -> int: ...
 
 
 # --- filters -------------------------------------------------------------------------------------

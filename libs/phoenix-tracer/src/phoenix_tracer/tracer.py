@@ -21,8 +21,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SimpleSpanProcess
 
 from promptimus.core import Module
 from promptimus.errors import InvalidArgument
+from promptimus.observe.pricing import Pricing
 from promptimus.tracing import instrument
-from promptimus.tracing.pricing import Pricing
 
 __all__ = ["DEFAULT_ENDPOINT", "register", "trace"]
 

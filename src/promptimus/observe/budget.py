@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from ..argument_checks import finite_number, positive_int
-from ..core.provider_calls import ProviderCall
 from ..errors import BudgetExceeded, InvalidArgument
 from .pricing import Pricing
+from .provider_calls import ProviderCall
 from .usage import UsageReport, collecting
 
 __all__ = ["Budget", "budget"]

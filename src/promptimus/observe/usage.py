@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..core.hooks import RemovableHandle
-from ..core.provider_calls import ProviderCall, register_provider_call_observer
 from ..dto import Usage
 from .module_path import absolute_path
 from .pricing import Pricing, check_pricing, cost_of
+from .provider_calls import ProviderCall, register_provider_call_observer
 
 __all__ = ["PathUsage", "UsageReport", "track_usage"]
 
