@@ -49,6 +49,7 @@ import pydantic_core
 from pydantic import Field
 
 from ..core import Module, Parameter, Session
+from ..core.module import wrap_as_call
 from ..dto import ImageContent, Message, MessageRole
 from ..errors import (
     DuplicateToolName,
@@ -571,6 +572,7 @@ class Tool(Module):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
+        state.pop("_bind_signature", None)
         fn = state.get("_fn")
         if _shadowed_by(fn, self):
             # `@Tool.decorate` put this tool where the function was, so pickle (which finds
@@ -610,7 +612,57 @@ class Tool(Module):
         """
         if _is_json_form(args, kwargs):
             args, kwargs = self._prepare(args[0], None, kwargs.get("history"))
+        elif self._fn is not None and not self._fresh_session:
+            args, kwargs = self._checked(args, kwargs)
         return await self._invoke(*args, **kwargs)
+
+    def _checked(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...] | list[Any], dict[str, Any]]:
+        """Python arguments validated and coerced by the same schema as the model's JSON (the
+        same `ToolArgumentsError` for bad ones); `RunContext` and variadic arguments pass."""
+        signature = self._signature()
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as exc:  # missing or unknown: let the schema word it, as for JSON
+            bound = signature.bind_partial()
+            named = [p for p in signature.parameters.values() if p.kind not in _VARIADIC]
+            bound.arguments.update(zip((p.name for p in named), args, strict=False))
+            values = {**bound.arguments, **kwargs}
+            self._schema.validate(values, self._name)
+            raise ToolArgumentsError(f"Tool {self._name!r}: {exc}.") from None
+        context = self._schema.context_params
+        given = {
+            name: value
+            for name, value in bound.arguments.items()
+            if name not in context and signature.parameters[name].kind not in _VARIADIC
+        }
+        values = self._schema.validate(given, self._name)
+        positional: list[Any] = []
+        keywords: dict[str, Any] = {}
+        by_position = any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values())
+        for name, param in signature.parameters.items():
+            if param.kind is param.VAR_POSITIONAL:
+                positional.extend(bound.arguments.get(name, ()))
+            elif param.kind is param.VAR_KEYWORD:
+                keywords.update(bound.arguments.get(name, {}))
+            elif name in values or name in bound.arguments:
+                value = values[name] if name in values else bound.arguments[name]
+                if param.kind is param.POSITIONAL_ONLY or (
+                    by_position and param.kind is param.POSITIONAL_OR_KEYWORD
+                ):
+                    positional.append(value)
+                else:
+                    keywords[name] = value
+        return positional, keywords
+
+    def _signature(self) -> inspect.Signature:
+        """The function's signature, for binding Python arguments (read once, not pickled)."""
+        signature = self.__dict__.get("_bind_signature")
+        if signature is None:
+            signature = inspect.signature(self._fn)  # type: ignore[arg-type]
+            self._bind_signature = signature
+        return signature
 
     async def _invoke(self, *args: Any, **kwargs: Any) -> Any:
         if self._fresh_session:
@@ -706,6 +758,8 @@ class Tool(Module):
 
     async def _execute(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
         try:
+            if type(self).forward is _TOOL_FORWARD:  # validated already: not a second time
+                return await _forward_validated(self, *args, **kwargs)
             return await self.forward(*args, **kwargs)
         except _MODEL_FIXABLE as exc:
             raise ToolExecutionError(f"Tool {self._name!r} failed: {exc}") from exc
@@ -735,6 +789,14 @@ class Tool(Module):
             return request
         message = Message(role=MessageRole.USER, content=request)
         return [message] if self._input.as_list else message
+
+
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+_TOOL_FORWARD = Tool.forward
+# A model's call, whose arguments `_prepare` validated: the module call path (hooks, tracing)
+# around the function without `forward`'s validation of Python arguments.
+_forward_validated = wrap_as_call(Tool._invoke)
 
 
 def _is_json_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
