@@ -70,6 +70,14 @@ async def grow(ctx: Context) -> str:
 
 
 @server.tool()
+async def shrink(ctx: Context) -> str:
+    """Remove the tool `extra` and tell the client its tool list changed."""
+    server.remove_tool("extra")
+    await ctx.session.send_tool_list_changed()
+    return "shrunk"
+
+
+@server.tool()
 def die() -> str:
     """End the server process at once (a server that goes away between calls)."""
     sys.stderr.flush()

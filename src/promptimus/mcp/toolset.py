@@ -99,6 +99,10 @@ class MCPToolset:
         self._generation = 0
         self._stale_generation = -1  # a connection that lost a call mid-way: replace it first
         self._background: set[asyncio.Task[None]] = set()
+        self.tools_version = 0
+        """Grows each time the tool list is read anew: agents compare it at every step."""
+        self.refreshing: asyncio.Task[None] | None = None
+        """The re-listing the server's list-changed notice started, while it runs."""
 
     # ------------------------------------------------------------------ construction
 
@@ -235,6 +239,7 @@ class MCPToolset:
             task = asyncio.get_running_loop().create_task(self._refresh_quietly())
             self._background.add(task)  # keep a reference until it ends
             task.add_done_callback(self._background.discard)
+            self.refreshing = task
 
     async def _refresh_quietly(self) -> None:
         with contextlib.suppress(Exception):
@@ -243,7 +248,8 @@ class MCPToolset:
     # ------------------------------------------------------------------ tools
 
     async def refresh(self) -> None:
-        """List the server's tools again (done on open and on its list-changed notice)."""
+        """List the server's tools again (done on open and on its list-changed notice). Agents
+        given this toolset offer the new list from their next step on."""
         session = self._open_session()
         try:
             listed = await asyncio.wait_for(session.list_tools(), _CONNECT_TIMEOUT)
@@ -271,6 +277,7 @@ class MCPToolset:
                 f"It has: {', '.join(sorted(t.name for t in listed.tools)) or 'no tools'}."
             )
         self._tools = tools
+        self.tools_version += 1
 
     def expand_tools(self) -> list[MCPTool]:
         """The tools, for an agent (the `ToolSource` seam of `promptimus.tools.toolset`)."""

@@ -82,6 +82,7 @@ __all__ = [
     "check_tool_name",
     "handoff_messages",
     "snake_case",
+    "tool_items",
     "tool_result_to_text",
     "toolset",
 ]
@@ -855,19 +856,29 @@ def _origin(tool: Tool) -> str:
     return getattr(tool, "origin", None) or "a local tool"
 
 
+def tool_items(
+    tools: Iterable[Tool | Module | Callable[..., Any] | ToolSource],
+) -> list[Tool | ToolSource]:
+    """Each item as a `Tool` (plain functions become `Tool(fn)`, modules
+    `Tool.from_module(module)`), a `ToolSource` (an MCP toolset) kept as it is: what an agent
+    keeps to read its sources again without making its local tools anew."""
+    out: list[Tool | ToolSource] = []
+    for item in tools:
+        if isinstance(item, Tool | ToolSource):
+            out.append(item)
+        elif isinstance(item, Module):
+            out.append(Tool.from_module(item))
+        else:
+            out.append(Tool(item))
+    return out
+
+
 def toolset(tools: Iterable[Tool | Module | Callable[..., Any] | ToolSource]) -> dict[str, Tool]:
     """Name -> Tool, refusing two tools with the same name. Plain functions become `Tool(fn)`,
     modules `Tool.from_module(module)`, and a `ToolSource` (an MCP toolset) its tools."""
     out: dict[str, Tool] = {}
-    for item in tools:
-        if isinstance(item, ToolSource) and not isinstance(item, Tool):
-            expanded = list(item.expand_tools())
-        elif isinstance(item, Tool):
-            expanded = [item]
-        elif isinstance(item, Module):
-            expanded = [Tool.from_module(item)]
-        else:
-            expanded = [Tool(item)]
+    for item in tool_items(tools):
+        expanded = [item] if isinstance(item, Tool) else list(item.expand_tools())
         for tool in expanded:
             if tool.name in out:
                 raise DuplicateToolName(
