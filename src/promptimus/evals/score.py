@@ -15,17 +15,21 @@ __all__ = ["Score", "as_score"]
 @dataclass(frozen=True, slots=True)
 class Score:
     """What a metric may return instead of a bare number: `value` plus `feedback`, the text a
-    reflective optimizer learns from ("expected 'Oslo', got 'Bergen'")."""
+    reflective optimizer learns from ("expected 'Oslo', got 'Bergen'"). `Score(1.0, None)`
+    means no feedback, the same as `Score(1.0)` (stored as "")."""
 
     value: float
-    feedback: str = ""
+    feedback: str | None = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.value, numbers.Real) or not math.isfinite(float(self.value)):
             raise MetricResultError(f"Score.value must be a finite number, got {self.value!r}.")
-        if not isinstance(self.feedback, str):
+        if self.feedback is None:
+            object.__setattr__(self, "feedback", "")
+        elif not isinstance(self.feedback, str):
             raise MetricResultError(
-                f"Score.feedback must be a str, got {type(self.feedback).__name__}."
+                f"Score.feedback must be a str or None (no feedback), got "
+                f"{type(self.feedback).__name__}."
             )
         object.__setattr__(self, "value", float(self.value))
 
