@@ -16,6 +16,7 @@ from promptimus.core import Module
 from promptimus.dto import Message, MessageRole, ToolFunction, ToolRequest
 from promptimus.errors import (
     DuplicateToolName,
+    InvalidArgument,
     LLMNotSet,
     MaxIterExceeded,
     ToolArgumentsError,
@@ -617,3 +618,25 @@ async def test_a_call_from_the_model_is_validated_once() -> None:
     assert seen == ["3"]
     assert await tool.forward(a="4") == 16
     assert seen == ["3", "4"]
+
+
+def test_tools_are_idempotent_unless_marked_otherwise() -> None:
+    assert Tool(power).idempotent is True
+    assert Tool(power, idempotent=False).idempotent is False
+
+    @Tool.decorate(idempotent=False)
+    def send_mail(to: str) -> str:
+        """Send a mail."""
+        return f"sent to {to}"
+
+    assert send_mail.idempotent is False
+    assert "idempotent=False" in repr(send_mail)
+    assert Tool.decorate(power).idempotent is True
+
+    class Echo(Module):
+        async def forward(self, request: str) -> str:
+            return request
+
+    assert Tool.from_module(Echo(), idempotent=False).idempotent is False
+    with pytest.raises(InvalidArgument, match="idempotent"):
+        Tool(power, idempotent="no")  # type: ignore[arg-type]

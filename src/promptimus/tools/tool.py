@@ -121,6 +121,14 @@ def check_timeout(value: Any, what: str) -> float | None:
     return float(value)
 
 
+def check_idempotent(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(
+            f"idempotent must be True (a call may safely run twice) or False, got {value!r}."
+        )
+    return value
+
+
 def _check_approval(value: Any) -> bool | ApprovalCheck:
     if isinstance(value, bool) or callable(value):
         return value  # type: ignore[no-any-return]
@@ -289,6 +297,12 @@ class Tool(Module):
     `requires_approval`: True, or `fn(ctx, arguments) -> bool` (sync or async; `arguments` are
     the validated arguments by name), makes an agent pause before running such a call until a
     person approves or denies it (see `BaseAgent.run`'s `resume=` and `approvals=`).
+
+    `idempotent` (default True) says that running a call twice with the same arguments does
+    no more than running it once, so a call whose outcome is unknown (its server went away
+    mid-call) may be sent again. Mark a tool with side effects `idempotent=False` (sending a
+    mail, paying, appending). MCP tools take it from the server's `idempotentHint` /
+    `readOnlyHint` annotations instead (False when absent, as the MCP spec says).
     """
 
     _schema: FunctionSchema
@@ -308,9 +322,11 @@ class Tool(Module):
         handoff_include_tool_loop: bool = False,
         timeout: float | None = None,
         requires_approval: bool | ApprovalCheck = False,
+        idempotent: bool = True,
     ) -> None:
         super().__init__()
         self.timeout = check_timeout(timeout, "Tool timeout")
+        self.idempotent = check_idempotent(idempotent)
         self._requires_approval = _check_approval(requires_approval)
         if isinstance(fn, Module):
             module, fn = fn, fn.forward
@@ -412,6 +428,7 @@ class Tool(Module):
         description: str | None = None,
         timeout: float | None = None,
         requires_approval: bool | ApprovalCheck = False,
+        idempotent: bool = True,
     ) -> Callable[[Callable[..., Any]], Tool]: ...
 
     @classmethod
@@ -424,14 +441,16 @@ class Tool(Module):
         description: str | None = None,
         timeout: float | None = None,
         requires_approval: bool | ApprovalCheck = False,
+        idempotent: bool = True,
     ) -> Tool | Callable[[Callable[..., Any]], Tool]:
         """`@Tool.decorate` or `@Tool.decorate(name=..., description=..., timeout=...,
-        requires_approval=...)`."""
+        requires_approval=..., idempotent=...)`."""
         options: dict[str, Any] = {
             "name": name,
             "description": description,
             "timeout": timeout,
             "requires_approval": requires_approval,
+            "idempotent": idempotent,
         }
         if fn is None:
             return lambda f: cls(f, **options)
@@ -447,6 +466,7 @@ class Tool(Module):
         handoff_include_tool_loop: bool = False,
         timeout: float | None = None,
         requires_approval: bool | ApprovalCheck = False,
+        idempotent: bool = True,
     ) -> Tool:
         """Use a module (typically an agent) as a tool.
 
@@ -470,6 +490,7 @@ class Tool(Module):
             handoff_include_tool_loop=handoff_include_tool_loop,
             timeout=timeout,
             requires_approval=requires_approval,
+            idempotent=idempotent,
         )
 
     @classmethod
@@ -498,6 +519,7 @@ class Tool(Module):
         Module.__init__(self)
         self._name = check_tool_name(name)
         self.timeout = check_timeout(timeout, what)
+        self.idempotent = True
         self._requires_approval = False
         self._fn = None
         self._async = True
@@ -591,7 +613,8 @@ class Tool(Module):
     def extra_repr(self) -> str:
         timeout = f", timeout={self.timeout:g}" if self.timeout is not None else ""
         approval = ", requires_approval" if self._requires_approval is not False else ""
-        return f"name={self._name!r}{timeout}{approval}"
+        once = ", idempotent=False" if not self.idempotent else ""
+        return f"name={self._name!r}{timeout}{approval}{once}"
 
     # ------------------------------------------------------------------ calling
 
