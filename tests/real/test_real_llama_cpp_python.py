@@ -223,3 +223,29 @@ async def test_an_unreachable_server_is_named_not_hung(counted: Counted) -> None
     )
     with pytest.raises(ProviderUnavailable):
         await asyncio.wait_for(dead.achat([user("x")]), BOUND)
+
+
+async def test_a_text_model_gets_images_described(llm: OpenAILike, counted: Counted) -> None:
+    # llama-cpp-python serving a text-only model answers an image part with HTTP 500 (a
+    # TypeError inside its chat template), which cannot be told from an overload: a text-only
+    # model is declared so, and the agent describes each image instead.
+    from promptimus.dto import ImageContent
+    from promptimus.llms.capabilities import capabilities
+    from promptimus.tools.tool import Tool
+
+    def look() -> Message:
+        """Take a picture."""
+        pixel = ImageContent(url="data:image/png;base64,iVBORw0KGgo=")
+        return Message(role=MessageRole.TOOL, content="[image 1 (image/png)]", images=[pixel])
+
+    capabilities(llm).images = False
+    agent = OpenaiToolCallingAgent("Answer briefly.", [Tool(look)], max_steps=2).with_llm(llm)
+    agent.memory.extend(
+        [
+            user("Look."),
+            Message(role=MessageRole.USER, content="Here:", images=list(look().images or [])),
+        ]
+    )
+    output = await asyncio.wait_for(agent.forward("What did you see?"), BOUND)
+    assert output.content.strip() or output.tool_calls
+    assert counted.retry_waits == [] and 1 <= len(counted.formats) <= 2

@@ -59,6 +59,7 @@ from .events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
+from .image_fallback import described_images, refused_images, takes_images
 from .live_tools import LiveTools
 from .nesting import DEFAULT_MAX_NESTING, check_max_nesting, nested_run
 from .resume_ledger import claim_resume
@@ -697,6 +698,8 @@ class BaseAgent(Module, Generic[OutputT]):
                         system = prompt.compose(instructions, step_vars)  # type: ignore[union-attr]
                     else:
                         system, *demos = prompt.render(None, **step_vars)  # type: ignore[union-attr]
+            if not takes_images(llm):
+                history = described_images(history)
             sent = [system, *demos, *history] if demos else [system, *history]
             accumulator = MessageAccumulator()
             try:
@@ -730,7 +733,9 @@ class BaseAgent(Module, Generic[OutputT]):
                 else:
                     reply = await prompt.forward(history, step_kwargs, **step_vars)
             except RequestRejected as exc:
-                if accumulator.chunks or not self._on_rejected(llm, exc, state):
+                if accumulator.chunks or not (
+                    self._on_rejected(llm, exc, state) or refused_images(llm, sent, exc)
+                ):
                     raise
                 preamble = self._preamble(variables, state)
                 provider_kwargs = self._provider_kwargs(state)
