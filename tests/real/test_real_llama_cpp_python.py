@@ -249,3 +249,61 @@ async def test_a_text_model_gets_images_described(llm: OpenAILike, counted: Coun
     output = await asyncio.wait_for(agent.forward("What did you see?"), BOUND)
     assert output.content.strip() or output.tool_calls
     assert counted.retry_waits == [] and 1 <= len(counted.formats) <= 2
+
+
+SENTIMENTS = [
+    ("I loved this film, it was wonderful.", "positive"),
+    ("What a terrible, boring waste of time.", "negative"),
+    ("The food was delicious and the staff were kind.", "positive"),
+    ("The room was dirty and the bed was broken.", "negative"),
+    ("Best concert I have ever been to!", "positive"),
+    ("I want my money back, it broke in a day.", "negative"),
+    ("A beautiful, moving story.", "positive"),
+    ("The worst service I have ever had.", "negative"),
+    ("Great value and fast delivery.", "positive"),
+    ("It smelled awful and tasted worse.", "negative"),
+    ("My kids had a fantastic day here.", "positive"),
+    ("Rude people and a cold meal.", "negative"),
+]
+
+
+async def test_fewshot_trains_a_model_that_starts_from_zero(llm: OpenAILike) -> None:
+    from promptimus.core import Module
+    from promptimus.evals import Example, Score
+    from promptimus.modules.prompt import Prompt
+    from promptimus.optim import FewShot, fit
+
+    class Sentiment(Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.classify = Prompt("Is this review positive or negative?\n{text}")
+
+        async def forward(self, text: str) -> Message:
+            return await self.classify(text=text)  # type: ignore[no-any-return]
+
+    def first_word(example: Example, output: Message) -> Score:
+        words = output.content.strip().lower().split()
+        got = words[0].strip(".,!:*\"'") if words else ""
+        return Score(1.0, None) if got == example.expected else Score(0.0, f"said {got!r}")
+
+    data = [Example({"text": text}, expected=label) for text, label in SENTIMENTS]
+    task = Sentiment().with_llm(llm)
+    result = await asyncio.wait_for(
+        fit(
+            task,
+            data[:6],
+            first_word,
+            optimizer=FewShot(k=4, candidates=2, seed=0),
+            valset=data[6:],
+            budget=6 + 6 + 2 * 6,
+            progress=False,
+        ),
+        BOUND * 4,
+    )
+    boot = result.history[1]
+    successes = boot["demos_bootstrapped"]
+    assert boot["demos_labelled"] == (6 - successes if successes < 4 else 0)
+    tried = [e for e in result.history if e["candidate"] not in (None, 0)]
+    assert tried and all(e["demos_bootstrapped"] + e["demos_labelled"] == 4 for e in tried)
+    assert result.best_score >= result.baseline_score  # kept only if it validated better
+    print(f"FewShot on SmolLM2: {result.baseline_score:.2f} -> {result.best_score:.2f}")
