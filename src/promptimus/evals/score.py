@@ -15,11 +15,12 @@ __all__ = ["Score", "as_score"]
 @dataclass(frozen=True, slots=True)
 class Score:
     """What a metric may return instead of a bare number: `value` plus `feedback`, the text a
-    reflective optimizer learns from ("expected 'Oslo', got 'Bergen'"). `Score(1.0, None)`
-    means no feedback, the same as `Score(1.0)` (stored as "")."""
+    reflective optimizer learns from ("expected 'Oslo', got 'Bergen'")."""
 
     value: float
     feedback: str | None = ""
+    """None means no feedback, the same as "" (`Score(1.0, None)` for a success with nothing
+    to say); it is stored as ""."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.value, numbers.Real) or not math.isfinite(float(self.value)):
