@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -133,6 +135,76 @@ async def test_stdio_server_that_dies_between_calls_is_restarted_once() -> None:
         with pytest.raises(MCPResultUnknown, match="whether the tool ran is unknown"):
             await asyncio.wait_for(toolset.tool("die").call({}), BOUND)
         assert json.loads(await asyncio.wait_for(count.call({}), BOUND))["result"] == "call 1"
+
+
+def process_gone(pid: int) -> bool:
+    """Whether the process has exited (a zombie waiting to be reaped counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return True
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc (Linux)")
+async def test_a_stdio_server_that_died_before_the_call_is_restarted_every_time() -> None:
+    # The outcome is decided by what happened to the request, not by how long the client took
+    # to notice the death: waiting with the event loop blocked (it has not seen the pipes
+    # close) and waiting with it running (it has) must both reconnect and send the call.
+    for blocked_wait in (True, False, True, False):
+        async with MCPToolset.stdio(sys.executable, [SERVER]) as toolset:
+            count = toolset.tool("count")
+            assert json.loads(await count.call({}))["result"] == "call 1"
+            pid = json.loads(await toolset.tool("pid").call({}))["result"]
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + BOUND
+            while not process_gone(pid) and time.monotonic() < deadline:
+                if blocked_wait:
+                    time.sleep(0.01)  # noqa: ASYNC251 - the point: the loop does not run
+                else:
+                    await asyncio.sleep(0.01)
+            assert process_gone(pid)
+            again = await asyncio.wait_for(count.call({}), BOUND)
+            assert json.loads(again)["result"] == "call 1"  # a fresh server process
+
+
+async def test_an_idempotent_tool_cut_off_after_sending_is_sent_again_once(
+    tmp_path: Path, srv: FakeOpenAIServer
+) -> None:
+    tally = tmp_path / "tally.txt"
+    srv.chat.script(
+        Reply(tool_calls=[ToolCall("tally_then_die_once", {"path": str(tally)}, id="c1")]),
+        Reply(content="done"),
+    )
+    async with MCPToolset.stdio(
+        sys.executable, [SERVER], include=["tally_then_die_once"], idempotent=True
+    ) as ts:
+        assert ts.tool("tally_then_die_once").idempotent
+        agent = OpenaiToolCallingAgent("Use tools.", [ts]).with_llm(make_llm(srv))
+        output, record = await asyncio.wait_for(agent.run("go"), BOUND)
+    assert output.content == "done"
+    assert runs(tally) == 2  # lost after it ran once, sent again over a fresh connection
+    (call,) = record.tool_calls
+    assert call.error is None and json.loads(call.result or "")["result"] == "ran 2 times"
+
+
+async def test_an_idempotent_tool_lost_twice_is_unknown_and_says_it_was_sent_again(
+    tmp_path: Path,
+) -> None:
+    tally = tmp_path / "tally.txt"
+    async with MCPToolset.stdio(sys.executable, [SERVER], idempotent=["tally_then_die"]) as ts:
+        assert ts.tool("tally_then_die").idempotent and not ts.tool("count").idempotent
+        with pytest.raises(MCPResultUnknown, match="sent again once") as caught:
+            await asyncio.wait_for(ts.tool("tally_then_die").call({"path": str(tally)}), BOUND)
+    assert runs(tally) == 2 and "'tally_then_die'" in str(caught.value)
+
+
+async def test_idempotence_comes_from_the_servers_annotations() -> None:
+    async with MCPToolset.stdio(sys.executable, [SERVER]) as ts:
+        hinted = {name for name, tool in ts.tools.items() if tool.idempotent}
+    assert hinted == {"add", "weather"}  # idempotentHint, readOnlyHint; none by default
+    async with MCPToolset.stdio(sys.executable, [SERVER], idempotent=False) as ts:
+        assert not any(tool.idempotent for tool in ts.tools.values())
 
 
 def runs(tally: Path) -> int:

@@ -37,7 +37,7 @@ def srv(fake_openai: FakeOpenAIServer) -> FakeOpenAIServer:
 
 
 def image_urls(message: dict[str, Any]) -> list[str]:
-    content = message["content"]
+    content = message.get("content")
     if not isinstance(content, list):
         return []
     return [part["image_url"]["url"] for part in content if part["type"] == "image_url"]
@@ -167,3 +167,96 @@ async def test_an_image_format_chat_apis_refuse_is_named_not_sent(srv: FakeOpenA
     assert "image/svg+xml" in messages[3]["content"] and "not shown" in messages[3]["content"]
     assert image_urls(messages[5]) == [PNG_URL]  # only the PNG reaches the model
     assert "svg" not in str(messages[5])
+
+
+# --- a model that takes no images: each image described in text -------------------------------
+
+NO_VISION = {
+    "error": {
+        "message": "Invalid content type. image_url is only supported by certain models.",
+        "type": "invalid_request_error",
+        "param": "messages.[5].content.[1].type",
+        "code": None,
+    }
+}
+
+
+def refuse_images(body: dict[str, Any]) -> Any:
+    """A text-only model's server: a request with an image part is refused (400)."""
+    from promptimus.testing import Fault
+
+    if any(image_urls(message) for message in body["messages"]):
+        return Fault.status(400, body=NO_VISION)
+    return "A red door."
+
+
+def snapshot_steps(srv: FakeOpenAIServer) -> None:
+    srv.chat.script(Reply(tool_calls=[ToolCall("snapshot", {"label": "door"}, id="c1")]))
+    srv.chat.respond_with(refuse_images)
+
+
+async def test_a_server_that_refuses_images_gets_them_described_and_the_provider_learns(
+    srv: FakeOpenAIServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    from promptimus.llms.capabilities import capabilities
+
+    llm = make_llm(srv)
+    snapshot_steps(srv)
+    async with small() as toolset:
+        agent = OpenaiToolCallingAgent("Look.", [toolset]).with_llm(llm)
+        output, record = await asyncio.wait_for(agent.run("what is there?"), BOUND)
+        assert output.content == "A red door."
+        assert len(srv.chat.requests) == 3  # the step with the image, refused once, then described
+        described = srv.chat.requests[2]["messages"][-1]
+        assert image_urls(described) == []
+        assert "[image 1 (image/png): not shown, this model takes no images]" in text_of(described)
+        assert capabilities(llm).images is False
+        assert record.tool_calls[0].images  # the record keeps the image itself
+
+        snapshot_steps(srv)
+        await asyncio.wait_for(
+            agent.run(
+                "and now?",
+            ),
+            BOUND,
+        )
+    assert len(srv.chat.requests) == 5  # remembered: no refused request the second time
+    assert sum("rejected a request with images" in r.getMessage() for r in caplog.records) == 1
+
+
+async def test_a_provider_set_to_take_no_images_never_sends_one(srv: FakeOpenAIServer) -> None:
+    from promptimus.llms.capabilities import capabilities
+
+    llm = make_llm(srv)
+    capabilities(llm).images = False
+    snapshot_steps(srv)
+    async with small() as toolset:
+        agent = ToolCallingAgent([toolset]).with_llm(llm)
+        srv.chat.clear()
+        srv.chat.script(
+            'Thought: look\nAction: snapshot\nAction Input: {"label": "door"}',
+            "Thought: seen\nAnswer: red",
+        )
+        reply = await asyncio.wait_for(agent.forward("colour?"), BOUND)
+    assert reply.content == "red"
+    assert len(srv.chat.requests) == 2
+    observation = srv.chat.requests[1]["messages"][-1]
+    assert image_urls(observation) == []
+    assert "not shown, this model takes no images" in text_of(observation)
+
+
+async def test_a_refusal_that_is_not_about_the_images_is_raised(srv: FakeOpenAIServer) -> None:
+    from promptimus.errors import RequestRejected
+    from promptimus.llms.capabilities import capabilities
+    from promptimus.testing import Fault
+
+    llm = make_llm(srv)
+    srv.chat.script(
+        Reply(tool_calls=[ToolCall("snapshot", {"label": "door"}, id="c1")]),
+        Fault.status(401),
+    )
+    async with small() as toolset:
+        agent = OpenaiToolCallingAgent("Look.", [toolset]).with_llm(llm)
+        with pytest.raises(RequestRejected):
+            await asyncio.wait_for(agent.run("what is there?"), BOUND)
+    assert len(srv.chat.requests) == 2 and capabilities(llm).images is None

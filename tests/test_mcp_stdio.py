@@ -197,6 +197,73 @@ async def test_the_tool_list_is_refreshed_when_the_server_says_it_changed() -> N
         assert json.loads(await toolset.tool("extra").call({"text": "abc"})) == {"result": "cba"}
 
 
+def offered(request: dict[str, Any]) -> set[str]:
+    return {tool["function"]["name"] for tool in request.get("tools", [])}
+
+
+async def test_an_agent_offers_the_servers_current_tools_at_every_step(
+    srv: FakeOpenAIServer,
+) -> None:
+    srv.chat.script(
+        Reply(tool_calls=[ToolCall("grow", {}, id="c1")]),
+        Reply(tool_calls=[ToolCall("extra", {"text": "abc"}, id="c2")]),
+        Reply(tool_calls=[ToolCall("shrink", {}, id="c3")]),
+        Reply(tool_calls=[ToolCall("extra", {"text": "abc"}, id="c4")]),
+        Reply(content="done"),
+    )
+    async with small(exclude=["add", "hang", "die"]) as toolset:
+        agent = OpenaiToolCallingAgent("Use tools.", [toolset, add]).with_llm(make_llm(srv))
+        output, record = await asyncio.wait_for(agent.run("go"), BOUND)
+        assert "extra" not in agent.tools  # gone from the agent's tree as from the server
+
+    assert output.content == "done"
+    steps = [offered(request) for request in srv.chat.requests]
+    assert "extra" not in steps[0] and "add" in steps[0]
+    assert "extra" in steps[1] and "extra" in steps[2]  # offered the step after it appeared
+    assert "extra" not in steps[3] and "extra" not in steps[4]
+    calls = {call.id: call for call in record.tool_calls}
+    assert json.loads(calls["c2"].result or "") == {"result": "cba"}
+    assert calls["c4"].error is not None and "no tool named 'extra'" in calls["c4"].error
+
+
+async def test_include_filters_the_tools_a_server_adds_later(srv: FakeOpenAIServer) -> None:
+    from promptimus.agents.react_agent import ToolCallingAgent
+
+    srv.chat.script(
+        "Thought: grow\nAction: grow\nAction Input: {}",
+        'Thought: use it\nAction: extra\nAction Input: {"text": "abc"}',
+        "Thought: done\nAnswer: cba",
+    )
+    async with small(include=["grow"]) as toolset:
+        agent = ToolCallingAgent([toolset]).with_llm(make_llm(srv))
+        reply = await asyncio.wait_for(agent.forward("go"), BOUND)
+    assert reply.content == "cba"
+    systems = [request["messages"][0]["content"] for request in srv.chat.requests]
+    # include= filters what the server adds later too: `extra` is never offered
+    assert not any("A tool added while the server runs." in text for text in systems)
+    observation = srv.chat.requests[2]["messages"][-1]["content"]
+    assert "no tool named 'extra'" in observation
+
+
+async def test_the_react_agent_describes_a_tool_the_server_added(srv: FakeOpenAIServer) -> None:
+    from promptimus.agents.react_agent import ToolCallingAgent
+
+    srv.chat.script(
+        "Thought: grow\nAction: grow\nAction Input: {}",
+        'Thought: use it\nAction: extra\nAction Input: {"text": "abc"}',
+        "Thought: done\nAnswer: cba",
+    )
+    async with small(exclude=["hang", "die"]) as toolset:
+        agent = ToolCallingAgent([toolset]).with_llm(make_llm(srv))
+        reply = await asyncio.wait_for(agent.forward("go"), BOUND)
+    assert reply.content == "cba"
+    systems = [request["messages"][0]["content"] for request in srv.chat.requests]
+    assert "A tool added while the server runs." not in systems[0]
+    assert "A tool added while the server runs." in systems[1]
+    observation = srv.chat.requests[2]["messages"][-1]["content"]
+    assert "cba" in observation
+
+
 async def test_an_agent_with_mcp_tools_digests_and_checkpoints(tmp_path: Path) -> None:
     async with small(include=["add"], prefix="m_") as toolset:
         agent = OpenaiToolCallingAgent("Use tools.", [toolset, add])

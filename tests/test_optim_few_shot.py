@@ -73,15 +73,44 @@ async def test_fewshot_keeps_the_demos_that_validate_best(tmp_path: Path) -> Non
         Task(student).load(tmp_path / "best.toml")
 
 
-async def test_fewshot_stops_when_nothing_succeeds() -> None:
+async def test_fewshot_stops_when_nothing_succeeds_and_nothing_is_labelled() -> None:
     student = ScriptedLLM(lambda history, kw: "no idea")
     task = Task(student)
+    unlabelled = [Example(e.inputs) for e in TRAIN]
     result = await fit(
-        task, TRAIN, metric, optimizer=FewShot(), valset=VAL, budget=100, progress=False
+        task, unlabelled, metric, optimizer=FewShot(), valset=VAL, budget=100, progress=False
     )
     assert result.history[-1]["reason"] == "bootstrapped 0 demos from 6 examples"
     assert task.instr.demos.value == []
     assert result.calls == 12
+
+
+async def test_fewshot_completes_too_few_successes_with_labelled_demos() -> None:
+    student = ScriptedLLM(lambda history, kw: "no idea")
+    task = Task(student)
+    result = await fit(
+        task,
+        TRAIN,
+        metric,
+        optimizer=FewShot(k=2, candidates=2),
+        valset=VAL,
+        budget=100,
+        progress=False,
+    )
+    boot = result.history[1]
+    assert boot["reason"] == (
+        "bootstrapped 0 demos from 6 examples; fewer than k=2, so each set is completed with "
+        "labelled demos (inputs -> expected) from 6 examples"
+    )
+    tried = [e for e in result.history if e["candidate"] not in (None, 0)]
+    assert len(tried) == 2
+    for entry in tried:
+        assert (entry["demos_bootstrapped"], entry["demos_labelled"]) == (0, 2)
+        assert all(
+            [text, text.upper()] in [[e.inputs["text"], e.expected] for e in TRAIN]
+            for text, _ in entry["value"]
+        )
+    assert result.calls == 6 + 6 + 2 * 6
 
 
 def test_prompt_without_demos_keeps_its_checkpoint_shape(tmp_path: Path) -> None:

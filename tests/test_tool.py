@@ -7,15 +7,16 @@ import dataclasses
 import json
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, BeforeValidator
 
 from promptimus.core import Module
 from promptimus.dto import Message, MessageRole, ToolFunction, ToolRequest
 from promptimus.errors import (
     DuplicateToolName,
+    InvalidArgument,
     LLMNotSet,
     MaxIterExceeded,
     ToolArgumentsError,
@@ -541,3 +542,101 @@ def test_checkpoint_holds_the_description_and_the_wrapped_modules_prompts(tmp_pa
 
 def test_function_tool_checkpoints_only_its_description() -> None:
     assert Tool(add).state_dict() == {"description": "Add two numbers."}
+
+
+# --- one validation path: keyword arguments and the JSON-object string ---------------------
+
+
+def power(a: int, b: int = 2) -> int:
+    """a to the power b."""
+    return a**b
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs"),
+    [
+        (('{"a": "2", "b": 8}',), {}),
+        ((), {"a": "2", "b": 8}),
+        (("2",), {"b": 8}),
+        (("2", "8"), {}),
+    ],
+)
+async def test_forward_validates_and_coerces_every_spelling_alike(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    assert await Tool(power).forward(*args, **kwargs) == 256
+
+
+@pytest.mark.parametrize(("args", "kwargs"), [((), {"a": "two"}), (("two",), {})])
+async def test_forward_refuses_bad_arguments_with_the_same_error(
+    args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> None:
+    with pytest.raises(ToolArgumentsError) as by_json:
+        await Tool(power).forward('{"a": "two"}')
+    with pytest.raises(ToolArgumentsError) as caught:
+        await Tool(power).forward(*args, **kwargs)
+    assert type(caught.value) is type(by_json.value)
+    assert str(caught.value) == str(by_json.value)
+    assert "'power'" in str(caught.value) and "valid integer" in str(caught.value)
+
+
+async def test_forward_errors_for_missing_and_unknown_arguments_match_the_json_form() -> None:
+    tool = Tool(power)
+    for python, text in [({"b": 3}, '{"b": 3}'), ({"a": 1, "c": 3}, '{"a": 1, "c": 3}')]:
+        with pytest.raises(ToolArgumentsError) as by_keyword:
+            await tool.forward(**python)
+        with pytest.raises(ToolArgumentsError) as by_json:
+            await tool.forward(text)
+        assert str(by_keyword.value) == str(by_json.value)
+
+
+async def test_forward_passes_context_and_variadic_arguments_through() -> None:
+    seen: list[Any] = []
+
+    def tagged(ctx: RunContext[Any], count: int, *extra: Any, **more: Any) -> int:
+        seen.append((ctx, extra, more))
+        return count * 2
+
+    tool = Tool(tagged)
+    ctx = RunContext(deps="d")
+    assert await tool.forward(ctx, "4", "x", y=1) == 8
+    assert seen == [(ctx, ("x",), {"y": 1})]
+
+
+async def test_a_call_from_the_model_is_validated_once() -> None:
+    seen: list[Any] = []
+
+    def note(value: Any) -> Any:
+        seen.append(value)
+        return value
+
+    def square(a: Annotated[int, BeforeValidator(note)]) -> int:
+        return a * a
+
+    tool = Tool(square)
+    assert await tool.call('{"a": "3"}') == "9"
+    assert seen == ["3"]
+    assert await tool.forward(a="4") == 16
+    assert seen == ["3", "4"]
+
+
+def test_tools_are_idempotent_unless_marked_otherwise() -> None:
+    assert Tool(power).idempotent is True
+    assert Tool(power, idempotent=False).idempotent is False
+
+    @Tool.decorate(idempotent=False)
+    def send_mail(to: str) -> str:
+        """Send a mail."""
+        return f"sent to {to}"
+
+    assert send_mail.idempotent is False
+    assert "idempotent=False" in repr(send_mail)
+    assert Tool.decorate(power).idempotent is True
+
+    class Echo(Module):
+        async def forward(self, request: str) -> str:
+            return request
+
+    assert Tool.from_module(Echo(), idempotent=False).idempotent is False
+    with pytest.raises(InvalidArgument, match="idempotent"):
+        Tool(power, idempotent="no")  # type: ignore[arg-type]

@@ -183,12 +183,21 @@ class RequestRejected(ProviderResponseError):
     """The server rejected the request itself (a 4xx, or an error body that is a request
     validation error): the same request would be rejected again, so it is not retried.
     ``status`` is the HTTP status (None for an error sent inside a stream); ``server_message``
-    is what the server said."""
+    is what the server said; ``rejected_fields`` the request fields it named as invalid, as
+    dotted paths (``("response_format.type",)``), empty when it named none."""
 
-    def __init__(self, message: str, *, status: int | None = None, server_message: str = ""):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        server_message: str = "",
+        rejected_fields: tuple[str, ...] = (),
+    ):
         super().__init__(message)
         self.status = status
         self.server_message = server_message
+        self.rejected_fields = tuple(rejected_fields)
 
 
 class ContextWindowExceeded(RequestRejected):

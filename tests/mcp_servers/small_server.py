@@ -12,12 +12,13 @@ import sys
 import zlib
 
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp_types import ToolAnnotations
 
 server = MCPServer("small")
 _counter = {"n": 0}
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(idempotent_hint=True))
 def add(a: int, b: int) -> int:
     """Add two integers."""
     return a + b
@@ -30,7 +31,7 @@ def count() -> str:
     return f"call {_counter['n']}"
 
 
-@server.tool()
+@server.tool(annotations=ToolAnnotations(read_only_hint=True))
 def weather(city: str) -> dict[str, object]:
     """The weather in a city, as structured data."""
     return {"city": city, "temperature": 21}
@@ -67,6 +68,20 @@ async def grow(ctx: Context) -> str:
     server.add_tool(extra)
     await ctx.session.send_tool_list_changed()
     return "grown"
+
+
+@server.tool()
+async def shrink(ctx: Context) -> str:
+    """Remove the tool `extra` and tell the client its tool list changed."""
+    server.remove_tool("extra")
+    await ctx.session.send_tool_list_changed()
+    return "shrunk"
+
+
+@server.tool()
+def pid() -> int:
+    """The server's process id (so a test can end it from outside)."""
+    return os.getpid()
 
 
 @server.tool()
@@ -111,6 +126,20 @@ def tally_then_die(path: str) -> str:
         tally.write("ran\n")
     sys.stderr.flush()
     os._exit(1)
+
+
+@server.tool()
+def tally_then_die_once(path: str) -> str:
+    """Append one line to the file at `path`; on the first line ever, end the server process
+    before answering (a call lost after it ran), later answer how many lines there are."""
+    with open(path, "a+", encoding="utf-8") as tally:
+        tally.write("ran\n")
+        tally.seek(0)
+        runs = len(tally.read().splitlines())
+    if runs == 1:
+        sys.stderr.flush()
+        os._exit(1)
+    return f"ran {runs} times"
 
 
 if __name__ == "__main__":

@@ -33,7 +33,6 @@ from typing import Any, Generic, TypeVar
 
 from ..core import Module, ModuleDict
 from ..core.hooks import RemovableHandle
-from ..core.provider_calls import provider_call, report_event
 from ..dto import Message, MessageRole, Usage
 from ..errors import (
     ApprovalRequired,
@@ -45,8 +44,9 @@ from ..errors import (
 )
 from ..llms.accumulator import MessageAccumulator
 from ..modules.memory import Memory, MemoryModule, as_messages
+from ..observe.provider_calls import provider_call, report_event
 from ..tools.run_context import HandoffView, RunContext
-from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, check_timeout, toolset
+from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, check_timeout, tool_items, toolset
 from .dynamic_prompt import DynamicPrompt
 from .events import (
     AgentEvent,
@@ -59,6 +59,8 @@ from .events import (
     ToolErrorEvent,
     ToolResultEvent,
 )
+from .image_fallback import described_images, refused_images, takes_images
+from .live_tools import LiveTools
 from .nesting import DEFAULT_MAX_NESTING, check_max_nesting, nested_run
 from .resume_ledger import claim_resume
 from .run_record import (
@@ -193,7 +195,9 @@ class BaseAgent(Module, Generic[OutputT]):
         self.max_tool_calls_per_step = check_tool_limit(
             max_tool_calls_per_step, "max_tool_calls_per_step"
         )
-        self.tools = ModuleDict(toolset(tools))
+        items = tool_items(tools)
+        self.tools = ModuleDict(toolset(items))
+        self._live_tools = LiveTools(items, self.tools)
         self._step_hooks: dict[int, StepHook] = {}
         self._step_hook_warned: set[tuple[int, str]] = set()
         if callable(prompt):
@@ -642,7 +646,19 @@ class BaseAgent(Module, Generic[OutputT]):
         dynamic = isinstance(prompt, DynamicPrompt)
         hooks = self._step_hooks
         approval = any(getattr(t, "may_need_approval", False) for t in self.tools.values())
+        live = self._live_tools
+        built_for = live.generation  # the tools the request options above describe
         while True:
+            if live.sources:  # an MCP server's tools: offer its current list at every step
+                await live.sync(self.tools)
+                if live.generation != built_for:
+                    built_for = live.generation
+                    variables = self._variables(prompt_vars)
+                    preamble = self._preamble(variables, state)
+                    provider_kwargs = self._provider_kwargs(state)
+                    approval = any(
+                        getattr(t, "may_need_approval", False) for t in self.tools.values()
+                    )
             if steps >= self.max_steps:
                 raise MaxIterExceeded(
                     f"{self._where()} used all {self.max_steps} steps (LLM calls) without a "
@@ -682,6 +698,8 @@ class BaseAgent(Module, Generic[OutputT]):
                         system = prompt.compose(instructions, step_vars)  # type: ignore[union-attr]
                     else:
                         system, *demos = prompt.render(None, **step_vars)  # type: ignore[union-attr]
+            if not takes_images(llm):
+                history = described_images(history)
             sent = [system, *demos, *history] if demos else [system, *history]
             accumulator = MessageAccumulator()
             try:
@@ -715,7 +733,9 @@ class BaseAgent(Module, Generic[OutputT]):
                 else:
                     reply = await prompt.forward(history, step_kwargs, **step_vars)
             except RequestRejected as exc:
-                if accumulator.chunks or not self._on_rejected(llm, exc, state):
+                if accumulator.chunks or not (
+                    self._on_rejected(llm, exc, state) or refused_images(llm, sent, exc)
+                ):
                     raise
                 preamble = self._preamble(variables, state)
                 provider_kwargs = self._provider_kwargs(state)

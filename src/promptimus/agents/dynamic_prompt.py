@@ -20,9 +20,9 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeAlias
 
 from ..core import Module, Parameter
-from ..core.provider_calls import provider_call
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
+from ..observe.provider_calls import provider_call
 from ..template import format_template
 from ..tools.run_context import RunContext
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..core.checkpointing import read_checkpoint
+from ..checkpoint.read import read_checkpoint
 from ..core.parameters import value_digest
 from .command_error import CommandLineError
 

@@ -13,7 +13,7 @@ from ..agents.base_agent import BaseAgent
 from ..agents.events import FinalResult, TextDelta, ToolCallEvent, ToolErrorEvent, ToolResultEvent
 from ..agents.run_record import capture_records
 from ..core.module import Module
-from ..tracing.usage import track_usage
+from ..observe.usage import track_usage
 from .command_error import CommandLineError
 from .output_text import output_text
 from .style import Style

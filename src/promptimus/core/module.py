@@ -90,6 +90,12 @@ def _wrap_forward(fn: Callable[..., Any], *, is_forward: bool = True) -> Callabl
     return forward
 
 
+def wrap_as_call(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """`fn(module, ...)` made a call of its module (hooks, tracing) as `forward` is: for a body
+    run instead of `forward` on a hot path, wrapped once rather than per call (`Module._call`)."""
+    return _wrap_forward(fn, is_forward=False)
+
+
 def _class_attribute(cls: type, name: str) -> Any:
     """What `cls` defines for `name` along its MRO (never the metaclass, so `mro` is free)."""
     for klass in cls.__mro__:

@@ -19,14 +19,19 @@ class Score:
     got 'Bergen'"). `as_score` refuses a value outside [0, 1]."""
 
     value: float
-    feedback: str = ""
+    feedback: str | None = ""
+    """None means no feedback, the same as "" (`Score(1.0, None)` for a success with nothing
+    to say); it is stored as ""."""
 
     def __post_init__(self) -> None:
         if not isinstance(self.value, numbers.Real) or not math.isfinite(float(self.value)):
             raise MetricResultError(f"Score.value must be a finite number, got {self.value!r}.")
-        if not isinstance(self.feedback, str):
+        if self.feedback is None:
+            object.__setattr__(self, "feedback", "")
+        elif not isinstance(self.feedback, str):
             raise MetricResultError(
-                f"Score.feedback must be a str, got {type(self.feedback).__name__}."
+                f"Score.feedback must be a str or None (no feedback), got "
+                f"{type(self.feedback).__name__}."
             )
         object.__setattr__(self, "value", float(self.value))
 

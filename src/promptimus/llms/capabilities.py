@@ -1,7 +1,8 @@
 """What a provider has shown it supports, learned from the server's answers and kept on the
 provider object (so each provider instance learns once, and nothing is global).
 
-Today it records one thing: which kind of structured output the server accepts. OpenAI takes
+It records which kind of structured output the server accepts, whether it demands `content` on
+tool-call messages, and whether it takes images. OpenAI takes
 ``response_format: {"type": "json_schema", ...}``; llama-cpp-python's server only
 ``{"type": "json_object", "schema": ...}``; some servers neither. ``StructuralOutput`` tries them
 in that order and records here the first one the server did not reject.
@@ -31,6 +32,10 @@ class ProviderCapabilities:
     response_format: ResponseFormatMode | None = None
     tool_call_content: bool = False
     """The server demands `"content": null` on assistant messages that only call tools."""
+    images: bool | None = None
+    """Whether the model takes images in messages: None (not known: they are sent), False
+    once the server refused a request that carried some, or when set for a model without
+    vision (`capabilities(llm).images = False`); agents then describe each image in text."""
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def learn_response_format(self, mode: ResponseFormatMode) -> bool:

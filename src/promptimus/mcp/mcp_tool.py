@@ -50,11 +50,15 @@ class MCPTool(Tool):
         description: str | None,
         input_schema: dict[str, Any],
         prefix: str = "",
+        idempotent: bool = False,
     ) -> None:
         self._init_without_function(prefix + remote_name, toolset.timeout)
         self.remote_name = remote_name
         self._toolset = toolset
         self.description = Parameter(description or "")
+        self.idempotent = idempotent
+        """May a call whose outcome is unknown be sent again? From the server's annotations
+        (`idempotentHint` or `readOnlyHint`) or `MCPToolset(idempotent=...)`; settable."""
         self.update(description, input_schema)
 
     def update(self, description: str | None, input_schema: dict[str, Any]) -> None:
@@ -96,7 +100,7 @@ class MCPTool(Tool):
             raise ToolArgumentsError(f"MCP tool {self._name!r} takes keyword arguments only.")
         else:
             kwargs = self._validated(kwargs)
-        result = await self._toolset.call_tool(self.remote_name, kwargs)
+        result = await self._toolset.call_tool(self.remote_name, kwargs, idempotent=self.idempotent)
         text, images = _read_content(result.content, self._toolset.images)
         if result.is_error:
             raise ToolExecutionError(

@@ -8,13 +8,16 @@ The connection (transport + `ClientSession`) lives in one background task that o
 context managers from start to end, so every call, from any task, goes through the same
 session: stateful servers keep their state.
 
-If the server goes away, a call is repeated only when its request certainly never reached the
-server: the connection was already closed before the request was written, or the HTTP server
-answered that it no longer knows our session. Then the toolset reconnects once and sends it
-again (if reconnecting fails, `MCPError` names the server). When the connection dies *after*
-the request was handed to the transport, the tool may have run, so the call fails with
-`MCPResultUnknown` (a tool error the model sees) instead of running a non-idempotent tool
-twice; the next call reconnects first.
+If the server goes away, what happens to a call depends on what happened to its request, never
+on timing. A request that was never delivered (the connection was already closed, the write to
+a stdio server's stdin failed because the server had exited, the HTTP POST could not connect,
+or the HTTP server answered that it no longer knows our session) is sent again over one fresh
+connection (if reconnecting fails, `MCPError` names the server). A request that may have been
+delivered (written, then the connection died) may have run: the call fails with
+`MCPResultUnknown` (a tool error the model sees) instead of running a tool twice, and the next
+call reconnects first. A tool marked idempotent (safe to run twice: the server's
+`idempotentHint` or `readOnlyHint` annotation, or `MCPToolset(idempotent=...)`) is sent again
+in that case too, once.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import sys
 import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -37,6 +41,7 @@ from ..tools.tool import check_timeout
 from .delivery import Attempt, DeliveryWatch, attempt_var, http_client
 from .mcp_tool import MCPTool
 from .stderr_log import StderrLog
+from .stdio_pipe import stdio_pipe
 
 __all__ = ["DEFAULT_MCP_TIMEOUT", "MCPToolset"]
 
@@ -58,7 +63,10 @@ class MCPToolset:
     60): past it the model gets a tool error; `name=` is what run records, agent events and
     tracing spans call the server (default: the name the server gives itself when the session
     opens, else its command line or URL); `images=False` keeps images out of the results (only
-    named in the text) for models without vision (see `promptimus.mcp.mcp_tool`).
+    named in the text) for models without vision (see `promptimus.mcp.mcp_tool`);
+    `idempotent=` says which tools may be sent again when a call's outcome is unknown: True
+    (all), False (none), or the server's names of those that may (default None: each tool's
+    `idempotentHint` / `readOnlyHint` annotation).
     """
 
     def __init__(
@@ -74,6 +82,7 @@ class MCPToolset:
         timeout: float | None = DEFAULT_MCP_TIMEOUT,
         name: str | None = None,
         images: bool = True,
+        idempotent: bool | Iterable[str] | None = None,
     ) -> None:
         if (stdio is None) == (url is None):
             raise MCPError("MCPToolset needs a server: use MCPToolset.stdio(...) or .http(url).")
@@ -89,6 +98,11 @@ class MCPToolset:
         self.include = frozenset(include) if include is not None else None
         self.exclude = frozenset(exclude or ())
         self.prefix = prefix
+        self.idempotent = (
+            idempotent
+            if idempotent is None or isinstance(idempotent, bool)
+            else frozenset(idempotent)
+        )
         self.timeout = check_timeout(timeout, "MCPToolset timeout")
         self._session: ClientSession | None = None
         self._runner: asyncio.Task[None] | None = None
@@ -99,6 +113,10 @@ class MCPToolset:
         self._generation = 0
         self._stale_generation = -1  # a connection that lost a call mid-way: replace it first
         self._background: set[asyncio.Task[None]] = set()
+        self.tools_version = 0
+        """Grows each time the tool list is read anew: agents compare it at every step."""
+        self.refreshing: asyncio.Task[None] | None = None
+        """The re-listing the server's list-changed notice started, while it runs."""
 
     # ------------------------------------------------------------------ construction
 
@@ -206,8 +224,9 @@ class MCPToolset:
             async with contextlib.AsyncExitStack() as stack:
                 if self._stdio is not None:
                     assert self._stderr is not None
+                    connect = stdio_client if sys.platform == "win32" else stdio_pipe
                     streams = await stack.enter_async_context(
-                        stdio_client(self._stdio, errlog=self._stderr.writer)
+                        connect(self._stdio, errlog=self._stderr.writer)
                     )
                 else:
                     assert self._url is not None
@@ -235,6 +254,7 @@ class MCPToolset:
             task = asyncio.get_running_loop().create_task(self._refresh_quietly())
             self._background.add(task)  # keep a reference until it ends
             task.add_done_callback(self._background.discard)
+            self.refreshing = task
 
     async def _refresh_quietly(self) -> None:
         with contextlib.suppress(Exception):
@@ -243,7 +263,8 @@ class MCPToolset:
     # ------------------------------------------------------------------ tools
 
     async def refresh(self) -> None:
-        """List the server's tools again (done on open and on its list-changed notice)."""
+        """List the server's tools again (done on open and on its list-changed notice). Agents
+        given this toolset offer the new list from their next step on."""
         session = self._open_session()
         try:
             listed = await asyncio.wait_for(session.list_tools(), _CONNECT_TIMEOUT)
@@ -262,7 +283,14 @@ class MCPToolset:
                 existing.update(spec.description, spec.input_schema)
                 tools[existing.name] = existing
             else:
-                tool = MCPTool(self, spec.name, spec.description, spec.input_schema, self.prefix)
+                tool = MCPTool(
+                    self,
+                    spec.name,
+                    spec.description,
+                    spec.input_schema,
+                    self.prefix,
+                    self._idempotent(spec),
+                )
                 tools[tool.name] = tool
         missing = (self.include or frozenset()) - {t.remote_name for t in tools.values()}
         if missing:
@@ -271,6 +299,16 @@ class MCPToolset:
                 f"It has: {', '.join(sorted(t.name for t in listed.tools)) or 'no tools'}."
             )
         self._tools = tools
+        self.tools_version += 1
+
+    def _idempotent(self, spec: Any) -> bool:
+        """Whether the server's tool `spec` may be sent again when a call's outcome is unknown."""
+        if isinstance(self.idempotent, bool):
+            return self.idempotent
+        if self.idempotent is not None:
+            return spec.name in self.idempotent
+        hints = spec.annotations
+        return bool(hints is not None and (hints.idempotent_hint or hints.read_only_hint))
 
     def expand_tools(self) -> list[MCPTool]:
         """The tools, for an agent (the `ToolSource` seam of `promptimus.tools.toolset`)."""
@@ -303,9 +341,12 @@ class MCPToolset:
 
     # ------------------------------------------------------------------ calls
 
-    async def call_tool(self, remote_name: str, arguments: dict[str, Any]) -> Any:
+    async def call_tool(
+        self, remote_name: str, arguments: dict[str, Any], *, idempotent: bool = False
+    ) -> Any:
         """Call a tool on the server. A call whose request never reached the server is sent
-        again once after reconnecting; one cut off after sending raises `MCPResultUnknown`.
+        again once after reconnecting; one cut off after sending raises `MCPResultUnknown`,
+        unless `idempotent` (then it too is sent again once).
 
         One frame for both attempts (not a helper per attempt): each await of the call resumes
         every frame above the SDK's, and this is the hot path of every MCP tool call."""
@@ -324,14 +365,20 @@ class MCPToolset:
                     if isinstance(exc, SDKError):
                         raise self._refused(remote_name, exc) from exc
                     raise
-                if attempt.maybe_delivered and not _refused_unseen(exc):
+                unknown = attempt.maybe_delivered and not _refused_unseen(exc)
+                if unknown and (first is not None or not idempotent):
                     self._stale_generation = generation
+                    again = (
+                        "it was sent again once (the tool is idempotent) and that call was lost too"
+                        if first is not None
+                        else "it was not called again, in case it is not safe to repeat (a "
+                        "tool safe to run twice can be marked so: MCPToolset(idempotent=[...]))"
+                    )
                     raise MCPResultUnknown(
                         f"The connection to the MCP server {self.server!r} was lost during the "
                         f"call to its tool {remote_name!r} ({_describe(exc)}), so whether the "
-                        "tool ran is unknown; it was not called again, in case it is not safe "
-                        "to repeat. Check its effect before calling it again; the next call "
-                        "reconnects."
+                        f"tool ran is unknown; {again}. Check its effect before calling it "
+                        "again; the next call reconnects."
                     ) from exc
                 if first is not None:  # the request surely never reached the server, twice
                     self._stale_generation = self._generation

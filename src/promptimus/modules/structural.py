@@ -11,10 +11,14 @@ Native mode degrades on servers that reject `response_format: json_schema` (llam
 server accepts only `{"type": "json_object", "schema": ...}`; some vLLM and Ollama versions
 neither): a request the server rejects (`RequestRejected`, never retried) is sent again with
 `json_object` and the schema, then with no `response_format` and the schema in a system message
-(prompted). The first mode the server accepts is remembered on the provider
-(`llm.capabilities`, see `promptimus.llms.capabilities`), so later calls go straight to it, and
-one log line (logger `promptimus.structural`, WARNING) says which mode it fell back to. If even
-the prompted request is rejected, the problem is not the format: that error is raised.
+(prompted). A rejection is recognized in each server's dialect (a 4xx, or a request-validation
+report in any status: llama-cpp-python answers `json_schema` with a 500 that wraps one; see
+`promptimus.transport.error_body`); one that names the fields it rejected and none of them is
+`response_format` is raised at once, since a weaker format cannot help. The first mode the
+server accepts is remembered on the provider (`llm.capabilities`, see
+`promptimus.llms.capabilities`), so later calls go straight to it, and one log line (logger
+`promptimus.structural`, WARNING) says which mode it fell back to. If even the prompted request
+is rejected, the problem is not the format: that error is raised.
 
 Either way the reply is parsed leniently (plain JSON, JSON in a code fence, JSON with stray text
 around it) and validated. A reply that fails is sent back with the validation errors, at most
@@ -35,7 +39,6 @@ from pydantic import BaseModel, ValidationError
 
 from .._lazy import deprecated_exports
 from ..core import Module, Parameter
-from ..core.provider_calls import report_event
 from ..dto import Message, MessageRole
 from ..errors import (
     ContextWindowExceeded,
@@ -47,6 +50,7 @@ from ..errors import (
 )
 from ..llms.capabilities import RESPONSE_FORMAT_MODES, ResponseFormatMode, capabilities
 from ..model_json import decode_json, decode_json_prefix
+from ..observe.provider_calls import report_event
 from ..template import format_template
 from .memory import as_messages
 from .prompt import Prompt
@@ -252,6 +256,10 @@ class StructuralOutput(Module, Generic[T]):
             return None
         if isinstance(error, ContextWindowExceeded) or error.status in _NOT_ABOUT_THE_FORMAT:
             return None
+        if error.rejected_fields and not any(
+            field.partition(".")[0] == "response_format" for field in error.rejected_fields
+        ):
+            return None  # the server named what it rejected, and it is not the format
         position = RESPONSE_FORMAT_MODES.index(mode)
         if position + 1 >= len(RESPONSE_FORMAT_MODES):
             return None

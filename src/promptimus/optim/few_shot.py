@@ -1,4 +1,5 @@
-"""`FewShot`: bootstrap demonstrations from the module's own successful runs."""
+"""`FewShot`: bootstrap demonstrations from the module's own successful runs, completed with
+labelled examples when it has too few."""
 
 from __future__ import annotations
 
@@ -16,11 +17,26 @@ def demo_input(inputs: dict[str, Any]) -> str:
     return "\n".join(f"{key}: {value}" for key, value in inputs.items())
 
 
+def labelled_output(expected: Any) -> str | None:
+    """An example's `expected` written as the module's output would be (None: no label)."""
+    if expected is None:
+        return None
+    text = _output_text(expected)
+    return text if text.strip() else None
+
+
 class FewShot:
     """Runs the module on training examples, keeps the (input, output) pairs that scored at
     least `min_score`, and tries `candidates` random sets of `k` of them as demonstrations on
     the validation set, keeping the best. Demos live in the `demos` list Parameter of a `Prompt`
     (the first in the tree, or the one at `prompt=`), rendered as example user/assistant turns.
+
+    A module that starts from zero (fewer than `k` successes, often none with a small model)
+    still gets demos: each set is completed with labelled demos, the training examples' inputs
+    with their `expected` written as the module's output (text as it is, a pydantic model as
+    its JSON). The history says which were used: the bootstrap entry counts both kinds, and
+    every candidate entry has `demos_bootstrapped` and `demos_labelled`. With neither a
+    success nor a label there is nothing to show, and FewShot stops.
     """
 
     def __init__(
@@ -43,6 +59,7 @@ class FewShot:
         self.seed = seed
         self._params: dict[str, Parameter[Any]] = {}
         self._pool: list[list[str]] | None = None
+        self._labelled: list[list[str]] = []
         self._tried = 0
 
     def attach(self, module: Module) -> Self:
@@ -77,11 +94,26 @@ class FewShot:
             train = list(state.trainset)[: max(0, room)]
             state.evaluator.ensure(len(train) + len(state.valset))
             run = await state.evaluator.run(train)
-            self._pool = [
-                [demo_input(row.inputs), _output_text(row.output)]
+            succeeded = [
+                row
                 for row in run.rows
                 if not getattr(row, "error", None) and float(row.score) >= self.min_score
             ]
+            self._pool = [[demo_input(row.inputs), _output_text(row.output)] for row in succeeded]
+            reason = f"bootstrapped {len(self._pool)} demos from {len(train)} examples"
+            if len(self._pool) < self.k:
+                shown = {id(row.example) for row in succeeded}
+                self._labelled = [
+                    [demo_input(example.inputs), label]
+                    for example in state.trainset
+                    if id(example) not in shown
+                    and (label := labelled_output(example.expected)) is not None
+                ]
+                if self._labelled:
+                    reason += (
+                        f"; fewer than k={self.k}, so each set is completed with labelled demos "
+                        f"(inputs -> expected) from {len(self._labelled)} examples"
+                    )
             state.record(
                 {
                     "candidate": None,
@@ -89,16 +121,23 @@ class FewShot:
                     "path": path,
                     "value": None,
                     "accepted": False,
-                    "reason": f"bootstrapped {len(self._pool)} demos from {len(train)} examples",
+                    "reason": reason,
+                    "demos_bootstrapped": len(self._pool),
+                    "demos_labelled": len(self._labelled),
                 }
             )
-            if not self._pool:
+            if not self._pool and not self._labelled:
                 return False
         if self._tried >= self.candidates:
             return False
         self._tried += 1
         rng = state.rng(self.seed, "fewshot")
-        demos = rng.sample(self._pool, min(self.k, len(self._pool)))
+        if len(self._pool) >= self.k:
+            demos = rng.sample(self._pool, self.k)
+            labelled = 0
+        else:
+            fill = rng.sample(self._labelled, min(self.k - len(self._pool), len(self._labelled)))
+            demos, labelled = [*self._pool, *fill], len(fill)
         state.evaluator.ensure(len(state.valset))
         self._params[path].value = demos
         try:
@@ -115,6 +154,8 @@ class FewShot:
                     "val_scores": val.scores,
                     "accepted": better,
                     "reason": "beats best" if better else "not better on validation",
+                    "demos_bootstrapped": len(demos) - labelled,
+                    "demos_labelled": labelled,
                 },
                 accepted_candidate=cid if better else None,
             )

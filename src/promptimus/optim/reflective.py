@@ -9,7 +9,7 @@ from typing import Any, Self
 
 from ..core import Module, Parameter
 from ..errors import InvalidArgument, OptimizationError
-from ..llms.base import LLMProtocol
+from ..protocols.llm import LLMProtocol
 from .counted_evaluation import BudgetSpent
 from .proposer import ProposalRequest, ProposeFn, TeacherProposer
 from .run_state import TrainState
@@ -33,6 +33,12 @@ class Reflective:
     candidate is tried on the same minibatch and, if better there, on the validation set, where
     it is accepted if it beats the best so far. Parents come from the Pareto front of per-example
     validation scores.
+
+    Nothing a proposal does is kept unless it proves better: an empty, unchanged or
+    template-breaking proposal is refused before any call, one that does no better on the
+    minibatch or on validation is reverted, and the history entry of each says why (with the
+    scores it lost on). A teacher that proposes nonsense thus spends its budget and changes
+    nothing.
 
     PyTorch style, by hand: `opt.attach(module)`, `cand = await opt.propose(rows)`,
     `opt.apply(cand)`, evaluate, `opt.revert(cand)` if it did worse. `fit` runs that loop.
@@ -178,7 +184,11 @@ class Reflective:
             after = await state.evaluator.run(batch)
             entry["minibatch_after"] = after.total
             if after.total <= before.total:
-                state.record({**entry, "accepted": False, "reason": "not better on minibatch"})
+                reason = (
+                    f"not better on minibatch: {after.total:g} <= {before.total:g} of "
+                    f"{len(batch)} with the current value"
+                )
+                state.record({**entry, "accepted": False, "reason": reason})
                 return True
             if not state.evaluator.can_afford(len(state.valset)):
                 reason = "budget spent before validation"
@@ -194,7 +204,9 @@ class Reflective:
                     "val_score": val.score,
                     "val_scores": val.scores,
                     "accepted": better,
-                    "reason": "beats best" if better else "not better on validation",
+                    "reason": "beats best"
+                    if better
+                    else f"not better on validation: {val.score:g} <= best {state.best_score:g}",
                 },
                 accepted_candidate=cid if better else None,
             )

@@ -8,8 +8,11 @@ a 200 reply that is not a valid answer (``Fault.malformed(kind)``: HTML, a JSON 
 error that quotes the API key back (``Fault.echo_key``), a stream cut before its finish chunk
 (``Fault.cut``), an error inside a stream
 (``Fault.stream_error``), a context-window error as OpenAI, llama.cpp or vLLM send it
-(``Fault.context_overflow``, or ``FakeOpenAIServer(context_window=N)``), and a server that
-rejects ``response_format: json_schema`` (``FakeOpenAIServer(reject_response_format=...)``).
+(``Fault.context_overflow``, or ``FakeOpenAIServer(context_window=N)``), a request that fails
+the server's validation in its dialect (``Fault.request_rejected``, ``REJECTION_DIALECTS``:
+llama-cpp-python's HTTP 500 among them, verbatim), and a server that rejects
+``response_format: json_schema`` (``FakeOpenAIServer(reject_response_format=...)``,
+``ResponseFormatRejection.dialect(...)``).
 
 Importing this package does not import ``openai`` (or any network library); the server itself
 loads on first use of `FakeOpenAIServer`.
@@ -23,6 +26,7 @@ from promptimus._lazy import lazy_exports
 from promptimus.testing.malformed import MALFORMED_KINDS
 from promptimus.testing.script import (
     CONTEXT_DIALECTS,
+    REJECTION_DIALECTS,
     Fault,
     RecordedRequest,
     Reply,
@@ -37,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = [
     "CONTEXT_DIALECTS",
     "MALFORMED_KINDS",
+    "REJECTION_DIALECTS",
     "FakeOpenAIServer",
     "Fault",
     "RecordedRequest",

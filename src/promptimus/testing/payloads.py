@@ -12,6 +12,7 @@ from typing import Any
 
 from promptimus.embedders.hashing import hashed_embedding, tokenize
 from promptimus.testing.context_overflow import context_overflow_body
+from promptimus.testing.rejections import rejection_body, response_format_rejection_body
 from promptimus.testing.script import Reply, ToolCall
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "embeddings_response",
     "error_body",
     "prompt_tokens",
+    "rejection_body",
     "rerank_response",
     "response_format_rejection_body",
 ]
@@ -55,22 +57,6 @@ def error_body(status: int, message: str | None = None) -> dict[str, Any]:
     if message is None:
         message = f"fake server: injected error {status}"
     return {"error": {"message": message, "type": kind, "param": None, "code": code}}
-
-
-def response_format_rejection_body(kind: str) -> dict[str, Any]:
-    """The default answer to a request whose ``response_format`` type the server rejects."""
-    return {
-        "error": {
-            "message": f"fake server: response_format type {kind!r} is not supported by this "
-            "server",
-            "type": "invalid_request_error",
-            "param": "response_format",
-            "code": None,
-        }
-    }
-
-
-# --- chat -------------------------------------------------------------------------------------
 
 
 def message_text(content: Any) -> str:

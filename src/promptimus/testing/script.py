@@ -13,6 +13,7 @@ from promptimus.testing.context_overflow import context_overflow_body
 
 __all__ = [
     "CONTEXT_DIALECTS",
+    "REJECTION_DIALECTS",
     "ContextDialect",
     "Fault",
     "RecordedRequest",
@@ -62,6 +63,18 @@ ContextDialect = Literal["openai", "llama.cpp", "vllm"]
 CONTEXT_DIALECTS: tuple[ContextDialect, ...] = ("openai", "llama.cpp", "vllm")
 """The context-window error bodies the fake server can send (see `Fault.context_overflow`)."""
 
+RejectionDialect = Literal["llama-cpp-python", "fastapi", "pydantic", "openai", "vllm", "ollama"]
+REJECTION_DIALECTS: tuple[RejectionDialect, ...] = (
+    "llama-cpp-python",
+    "fastapi",
+    "pydantic",
+    "openai",
+    "vllm",
+    "ollama",
+)
+"""The request-validation error bodies the fake server can send (see `Fault.request_rejected`
+and `promptimus.testing.payloads.rejection_body` for what each looks like)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Fault:
@@ -102,6 +115,10 @@ class Fault:
       (``code: context_length_exceeded``), llama.cpp (``type: exceed_context_size_error`` with
       ``n_ctx`` / ``n_prompt_tokens``) or vLLM ("This model's maximum context length is ...");
       ``mid_stream=True`` sends it inside a started stream, as servers that check late do.
+    - ``Fault.request_rejected(dialect="llama-cpp-python", field="response_format.type")``:
+      the answer to a request whose ``field`` fails the server's validation, in one of
+      ``REJECTION_DIALECTS``; the default is llama-cpp-python's HTTP 500 to
+      ``response_format: json_schema``, verbatim.
 
     A server-wide behaviour (every request, not one scripted reply) is set on the server
     instead: ``FakeOpenAIServer(reject_response_format=...)`` (see `ResponseFormatRejection`)
@@ -187,6 +204,18 @@ class Fault:
             return cls.stream_error(inner, status_code=status)
         return cls.status(status, body=body)
 
+    @classmethod
+    def request_rejected(
+        cls,
+        dialect: RejectionDialect = "llama-cpp-python",
+        field: str = "response_format.type",
+        value: Any = "json_schema",
+    ) -> Fault:
+        from promptimus.testing.rejections import rejection_body
+
+        status, body = rejection_body(dialect, field, value)
+        return cls.status(status, body=body)
+
 
 @dataclass(frozen=True, slots=True)
 class ResponseFormatRejection:
@@ -198,13 +227,29 @@ class ResponseFormatRejection:
 
     ``status`` and ``body`` set the answer (default: 400 with an ``invalid_request_error``
     naming the format); e.g. ``status=500`` with a ``{"detail": [...]}`` body imitates a
-    server that reports request validation errors as server errors. The rejected request is
-    still recorded in ``server.requests`` and ``server.chat.requests``.
+    server that reports request validation errors as server errors.
+    ``ResponseFormatRejection.dialect("llama-cpp-python")`` answers as that server does (its
+    verbatim HTTP 500), and likewise for every name in ``REJECTION_DIALECTS``. The rejected
+    request is still recorded in ``server.requests`` and ``server.chat.requests``.
     """
 
     types: frozenset[str] | set[str] | tuple[str, ...] = frozenset({"json_schema"})
     status: int = 400
     body: Any = None
+
+    @classmethod
+    def dialect(
+        cls,
+        dialect: RejectionDialect,
+        types: frozenset[str] | set[str] | tuple[str, ...] = frozenset({"json_schema"}),
+    ) -> ResponseFormatRejection:
+        """Reject ``response_format`` ``types`` as the server of ``dialect`` does (the body
+        names the first type of ``types`` in sorted order when it quotes the value)."""
+        from promptimus.testing.rejections import rejection_body
+
+        types = frozenset(types)
+        status, body = rejection_body(dialect, "response_format.type", min(types))
+        return cls(types, status, body)
 
     def rejects(self, body: dict[str, Any]) -> str | None:
         """The rejected ``response_format`` type of a request body, or None if accepted."""

@@ -49,6 +49,7 @@ import pydantic_core
 from pydantic import Field
 
 from ..core import Module, Parameter, Session
+from ..core.module import wrap_as_call
 from ..dto import ImageContent, Message, MessageRole
 from ..errors import (
     DuplicateToolName,
@@ -81,6 +82,7 @@ __all__ = [
     "check_tool_name",
     "handoff_messages",
     "snake_case",
+    "tool_items",
     "tool_result_to_text",
     "toolset",
 ]
@@ -117,6 +119,14 @@ def check_timeout(value: Any, what: str) -> float | None:
             f"{what} must be a positive number of seconds or None, got {value!r}."
         )
     return float(value)
+
+
+def check_idempotent(value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise InvalidArgument(
+            f"idempotent must be True (a call may safely run twice) or False, got {value!r}."
+        )
+    return value
 
 
 def _check_approval(value: Any) -> bool | ApprovalCheck:
@@ -287,6 +297,12 @@ class Tool(Module):
     `requires_approval`: True, or `fn(ctx, arguments) -> bool` (sync or async; `arguments` are
     the validated arguments by name), makes an agent pause before running such a call until a
     person approves or denies it (see `BaseAgent.run`'s `resume=` and `approvals=`).
+
+    `idempotent` (default True) says that running a call twice with the same arguments does
+    no more than running it once, so a call whose outcome is unknown (its server went away
+    mid-call) may be sent again. Mark a tool with side effects `idempotent=False` (sending a
+    mail, paying, appending). MCP tools take it from the server's `idempotentHint` /
+    `readOnlyHint` annotations instead (False when absent, as the MCP spec says).
     """
 
     _schema: FunctionSchema
@@ -306,9 +322,11 @@ class Tool(Module):
         handoff_include_tool_loop: bool = False,
         timeout: float | None = None,
         requires_approval: bool | ApprovalCheck = False,
+        idempotent: bool = True,
     ) -> None:
         super().__init__()
         self.timeout = check_timeout(timeout, "Tool timeout")
+        self.idempotent = check_idempotent(idempotent)
         self._requires_approval = _check_approval(requires_approval)
         if isinstance(fn, Module):
             module, fn = fn, fn.forward
@@ -410,6 +428,7 @@ class Tool(Module):
         description: str | None = None,
         timeout: float | None = None,
         requires_approval: bool | ApprovalCheck = False,
+        idempotent: bool = True,
     ) -> Callable[[Callable[..., Any]], Tool]: ...
 
     @classmethod
@@ -422,14 +441,16 @@ class Tool(Module):
         description: str | None = None,
         timeout: float | None = None,
         requires_approval: bool | ApprovalCheck = False,
+        idempotent: bool = True,
     ) -> Tool | Callable[[Callable[..., Any]], Tool]:
         """`@Tool.decorate` or `@Tool.decorate(name=..., description=..., timeout=...,
-        requires_approval=...)`."""
+        requires_approval=..., idempotent=...)`."""
         options: dict[str, Any] = {
             "name": name,
             "description": description,
             "timeout": timeout,
             "requires_approval": requires_approval,
+            "idempotent": idempotent,
         }
         if fn is None:
             return lambda f: cls(f, **options)
@@ -445,6 +466,7 @@ class Tool(Module):
         handoff_include_tool_loop: bool = False,
         timeout: float | None = None,
         requires_approval: bool | ApprovalCheck = False,
+        idempotent: bool = True,
     ) -> Tool:
         """Use a module (typically an agent) as a tool.
 
@@ -468,6 +490,7 @@ class Tool(Module):
             handoff_include_tool_loop=handoff_include_tool_loop,
             timeout=timeout,
             requires_approval=requires_approval,
+            idempotent=idempotent,
         )
 
     @classmethod
@@ -496,6 +519,7 @@ class Tool(Module):
         Module.__init__(self)
         self._name = check_tool_name(name)
         self.timeout = check_timeout(timeout, what)
+        self.idempotent = True
         self._requires_approval = False
         self._fn = None
         self._async = True
@@ -571,6 +595,7 @@ class Tool(Module):
 
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
+        state.pop("_bind_signature", None)
         fn = state.get("_fn")
         if _shadowed_by(fn, self):
             # `@Tool.decorate` put this tool where the function was, so pickle (which finds
@@ -588,7 +613,8 @@ class Tool(Module):
     def extra_repr(self) -> str:
         timeout = f", timeout={self.timeout:g}" if self.timeout is not None else ""
         approval = ", requires_approval" if self._requires_approval is not False else ""
-        return f"name={self._name!r}{timeout}{approval}"
+        once = ", idempotent=False" if not self.idempotent else ""
+        return f"name={self._name!r}{timeout}{approval}{once}"
 
     # ------------------------------------------------------------------ calling
 
@@ -610,7 +636,57 @@ class Tool(Module):
         """
         if _is_json_form(args, kwargs):
             args, kwargs = self._prepare(args[0], None, kwargs.get("history"))
+        elif self._fn is not None and not self._fresh_session:
+            args, kwargs = self._checked(args, kwargs)
         return await self._invoke(*args, **kwargs)
+
+    def _checked(
+        self, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...] | list[Any], dict[str, Any]]:
+        """Python arguments validated and coerced by the same schema as the model's JSON (the
+        same `ToolArgumentsError` for bad ones); `RunContext` and variadic arguments pass."""
+        signature = self._signature()
+        try:
+            bound = signature.bind(*args, **kwargs)
+        except TypeError as exc:  # missing or unknown: let the schema word it, as for JSON
+            bound = signature.bind_partial()
+            named = [p for p in signature.parameters.values() if p.kind not in _VARIADIC]
+            bound.arguments.update(zip((p.name for p in named), args, strict=False))
+            values = {**bound.arguments, **kwargs}
+            self._schema.validate(values, self._name)
+            raise ToolArgumentsError(f"Tool {self._name!r}: {exc}.") from None
+        context = self._schema.context_params
+        given = {
+            name: value
+            for name, value in bound.arguments.items()
+            if name not in context and signature.parameters[name].kind not in _VARIADIC
+        }
+        values = self._schema.validate(given, self._name)
+        positional: list[Any] = []
+        keywords: dict[str, Any] = {}
+        by_position = any(p.kind is p.VAR_POSITIONAL for p in signature.parameters.values())
+        for name, param in signature.parameters.items():
+            if param.kind is param.VAR_POSITIONAL:
+                positional.extend(bound.arguments.get(name, ()))
+            elif param.kind is param.VAR_KEYWORD:
+                keywords.update(bound.arguments.get(name, {}))
+            elif name in values or name in bound.arguments:
+                value = values[name] if name in values else bound.arguments[name]
+                if param.kind is param.POSITIONAL_ONLY or (
+                    by_position and param.kind is param.POSITIONAL_OR_KEYWORD
+                ):
+                    positional.append(value)
+                else:
+                    keywords[name] = value
+        return positional, keywords
+
+    def _signature(self) -> inspect.Signature:
+        """The function's signature, for binding Python arguments (read once, not pickled)."""
+        signature = self.__dict__.get("_bind_signature")
+        if signature is None:
+            signature = inspect.signature(self._fn)  # type: ignore[arg-type]
+            self._bind_signature = signature
+        return signature
 
     async def _invoke(self, *args: Any, **kwargs: Any) -> Any:
         if self._fresh_session:
@@ -706,6 +782,8 @@ class Tool(Module):
 
     async def _execute(self, args: list[Any], kwargs: dict[str, Any]) -> Any:
         try:
+            if type(self).forward is _TOOL_FORWARD:  # validated already: not a second time
+                return await _forward_validated(self, *args, **kwargs)
             return await self.forward(*args, **kwargs)
         except _MODEL_FIXABLE as exc:
             raise ToolExecutionError(f"Tool {self._name!r} failed: {exc}") from exc
@@ -735,6 +813,14 @@ class Tool(Module):
             return request
         message = Message(role=MessageRole.USER, content=request)
         return [message] if self._input.as_list else message
+
+
+_VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+
+_TOOL_FORWARD = Tool.forward
+# A model's call, whose arguments `_prepare` validated: the module call path (hooks, tracing)
+# around the function without `forward`'s validation of Python arguments.
+_forward_validated = wrap_as_call(Tool._invoke)
 
 
 def _is_json_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
@@ -793,19 +879,29 @@ def _origin(tool: Tool) -> str:
     return getattr(tool, "origin", None) or "a local tool"
 
 
+def tool_items(
+    tools: Iterable[Tool | Module | Callable[..., Any] | ToolSource],
+) -> list[Tool | ToolSource]:
+    """Each item as a `Tool` (plain functions become `Tool(fn)`, modules
+    `Tool.from_module(module)`), a `ToolSource` (an MCP toolset) kept as it is: what an agent
+    keeps to read its sources again without making its local tools anew."""
+    out: list[Tool | ToolSource] = []
+    for item in tools:
+        if isinstance(item, Tool | ToolSource):
+            out.append(item)
+        elif isinstance(item, Module):
+            out.append(Tool.from_module(item))
+        else:
+            out.append(Tool(item))
+    return out
+
+
 def toolset(tools: Iterable[Tool | Module | Callable[..., Any] | ToolSource]) -> dict[str, Tool]:
     """Name -> Tool, refusing two tools with the same name. Plain functions become `Tool(fn)`,
     modules `Tool.from_module(module)`, and a `ToolSource` (an MCP toolset) its tools."""
     out: dict[str, Tool] = {}
-    for item in tools:
-        if isinstance(item, ToolSource) and not isinstance(item, Tool):
-            expanded = list(item.expand_tools())
-        elif isinstance(item, Tool):
-            expanded = [item]
-        elif isinstance(item, Module):
-            expanded = [Tool.from_module(item)]
-        else:
-            expanded = [Tool(item)]
+    for item in tool_items(tools):
+        expanded = [item] if isinstance(item, Tool) else list(item.expand_tools())
         for tool in expanded:
             if tool.name in out:
                 raise DuplicateToolName(

@@ -6,6 +6,13 @@ FastAPI-based servers (llama-cpp-python) ``{"detail": [{"loc", "msg", "type"}]}`
 that fails validation, and some send plain text. Two questions matter for retrying: is this a
 rejection of the request itself (the same request would fail again), and is it the context window
 (the prompt is too long for the model)?
+
+A request-validation report is a rejection whatever the status: FastAPI's ``detail`` list (422),
+the same report as text (FastAPI's "N validation error(s):" with each error's ``'loc': ('body',
+...)``) wrapped in a 500 ``internal_server_error`` by llama-cpp-python's server, pydantic's "N
+validation error(s) for Model" with a field path per error. `rejected_fields` reads which fields
+such a report (or OpenAI's ``param``) names, so a caller can tell a rejected ``response_format``
+from a rejected message.
 """
 
 from __future__ import annotations
@@ -14,7 +21,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ContextOverflow", "context_overflow", "error_fields", "is_request_error_body"]
+__all__ = [
+    "ContextOverflow",
+    "context_overflow",
+    "error_fields",
+    "is_request_error_body",
+    "rejected_fields",
+]
 
 _REQUEST_ERROR_KINDS = frozenset(
     {
@@ -60,12 +73,76 @@ def _kinds(fields: dict[str, Any]) -> set[str]:
     return {value.lower() for value in values if isinstance(value, str)}
 
 
-def is_request_error_body(body: Any) -> bool:
-    """Whether the body says the request itself is invalid (so sending it again cannot help)."""
-    if isinstance(body, dict) and isinstance(body.get("detail"), list):
-        details = body["detail"]
-        if details and all(isinstance(d, dict) and "loc" in d and "msg" in d for d in details):
-            return True  # FastAPI / pydantic request validation
+# FastAPI's "1 validation error:" / "2 validation errors:" and pydantic's "... for Model", at the
+# start of the text: a report, not a sentence that happens to mention validation.
+_REPORT = re.compile(r"\A\s*\d+ validation errors?(?::| for [\w.\[\], ]+\n)")
+_REPORT_LOC = re.compile(r"'loc': \(([^)]*)\)")
+_LOC_PART = re.compile(r"'((?:[^'\\]|\\.)*)'|\"((?:[^\"\\]|\\.)*)\"|(-?\d+)")
+_PYDANTIC_FIELD = re.compile(r"^(?! )(\S[^\n]*)\n {2}\S", re.MULTILINE)
+
+
+def _detail_list(body: Any) -> list[dict[str, Any]] | None:
+    """FastAPI's ``{"detail": [{"loc", "msg", ...}]}`` request-validation list, or None."""
+    details = body.get("detail") if isinstance(body, dict) else None
+    if isinstance(details, list) and details and all(_located(d) for d in details):
+        return details
+    return None
+
+
+def _located(detail: Any) -> bool:
+    return isinstance(detail, dict) and "loc" in detail and "msg" in detail
+
+
+def _texts(body: Any, message: str) -> list[str]:
+    fields = error_fields(body)
+    texts = [fields["message"]] if isinstance(fields.get("message"), str) else []
+    if isinstance(body, str):
+        texts.append(body)
+    if message:
+        texts.append(message)
+    return texts
+
+
+def _report_text(body: Any, message: str) -> str | None:
+    """The first text of the error that is a validation report, or None."""
+    return next((text for text in _texts(body, message) if _REPORT.match(text)), None)
+
+
+def _dotted(parts: list[Any]) -> str:
+    if parts and parts[0] in ("body", "query"):
+        parts = parts[1:]
+    return ".".join(str(part) for part in parts)
+
+
+def rejected_fields(body: Any, message: str = "") -> tuple[str, ...]:
+    """The request fields a rejection names as invalid, as dotted paths without FastAPI's
+    leading ``body`` (``response_format.type``, ``messages.0.content``), in the order named;
+    ``()`` when it names none."""
+    found: list[str] = []
+    details = _detail_list(body)
+    if details is not None:
+        found = [_dotted(list(d["loc"])) for d in details if isinstance(d["loc"], list | tuple)]
+    elif (report := _report_text(body, message)) is not None:
+        locs = _REPORT_LOC.findall(report)
+        if locs:
+            for loc in locs:
+                parts = [q1 or q2 or int(n) for q1, q2, n in _LOC_PART.findall(loc)]
+                found.append(_dotted(parts))
+        elif " for " in report.split("\n", 1)[0]:  # pydantic: the field path on its own line
+            found = [line.strip() for line in _PYDANTIC_FIELD.findall(report.split("\n", 1)[1])]
+    else:
+        param = error_fields(body).get("param")
+        if isinstance(param, str) and param:
+            found = [param]
+    return tuple(dict.fromkeys(field for field in found if field))
+
+
+def is_request_error_body(body: Any, message: str = "") -> bool:
+    """Whether the body (or the error's `message`) says the request itself is invalid, so
+    sending it again cannot help: a request-validation report in any of the dialects above, or
+    an error whose type or 4xx code says so."""
+    if _detail_list(body) is not None or _report_text(body, message) is not None:
+        return True
     fields = error_fields(body)
     if _kinds(fields) & _REQUEST_ERROR_KINDS:
         return True

@@ -28,7 +28,11 @@ from promptimus.errors import (
     RetryBudgetExhausted,
 )
 from promptimus.observe.provider_calls import report_call_event
-from promptimus.transport.error_body import context_overflow, is_request_error_body
+from promptimus.transport.error_body import (
+    context_overflow,
+    is_request_error_body,
+    rejected_fields,
+)
 from promptimus.transport.secret_scrub import redact_secrets, scrub_exception
 
 T = TypeVar("T")
@@ -37,7 +41,8 @@ log = logging.getLogger("promptimus.transport")
 
 RETRYABLE_STATUSES = frozenset({408, 409, 429})
 """Besides every 5xx: request timeout, lock conflict, rate limit (as the openai SDK does).
-A 5xx whose body is a request-validation error (some servers answer a bad request with 500) or a
+A 5xx whose body is a request-validation error (some servers answer a bad request with 500:
+llama-cpp-python wraps FastAPI's validation report in a 500 ``internal_server_error``) or a
 context-window error is not retried: the same request would fail the same way."""
 
 _TRANSPORT_ERROR_NAMES = frozenset(
@@ -149,7 +154,7 @@ def classify(exc: BaseException) -> Failure | None:
             retryable = False
         elif should in ("true", "false"):
             retryable = should == "true"
-        elif status >= 500 and is_request_error_body(body):
+        elif status >= 500 and is_request_error_body(body, message):
             retryable = False
         else:
             retryable = status in RETRYABLE_STATUSES or status >= 500
@@ -239,11 +244,13 @@ class RetryPolicy:
                 context_window=overflow.context_window,
                 prompt_tokens=overflow.prompt_tokens,
             )
-        if failure.status is not None or is_request_error_body(failure.body):
+        said_invalid = is_request_error_body(failure.body, failure.server_message)
+        if failure.status is not None or said_invalid:
             return RequestRejected(
                 f"{context} was rejected: {reason}. {_hint(failure)}",
                 status=failure.status,
                 server_message=said,
+                rejected_fields=rejected_fields(failure.body, failure.server_message),
             )
         return ProviderResponseError(f"{context} was rejected: {reason}. {_hint(failure)}")
 
