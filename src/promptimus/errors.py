@@ -83,7 +83,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._lazy import deprecated_exports
+from ._compat_seam import compat_names
 
 # --- the base and bad arguments ------------------------------------------------------------------
 
@@ -463,10 +463,6 @@ class InvalidToolName(ToolError, ValueError):
     """A tool name does not match ``^[a-zA-Z0-9_-]{1,64}$`` (the OpenAI rule)."""
 
 
-class UnknownTool(ToolError):
-    """A tool name was requested that is not among the available tools."""
-
-
 # --- agents --------------------------------------------------------------------------------------
 
 
@@ -604,14 +600,5 @@ class InvalidEmbeddingDimensions(PromptimusError, ValueError):
     """An embedding was requested with fewer than one dimension."""
 
 
-# --- names of the original promptimus 0.1 ------------------------------------------------------
-# `except OldName:` keeps catching what promptimus raises today; each use warns once with the new
-# name. `InvalidToolName` kept its name and is defined above.
-__getattr__ = deprecated_exports(
-    __name__,
-    {
-        "ProviderRetryExceded": "promptimus.errors.RetryBudgetExhausted",
-        "InvalidToolConfig": "promptimus.errors.ToolError",
-        "RefResolutionError": "promptimus.errors.CheckpointReferenceError",
-    },
-)
+# Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.
+__getattr__ = compat_names(__name__)

@@ -1,5 +1,6 @@
-"""Deprecated spelling of `promptimus.vector_stores`, kept so code written for promptimus 0.1
-imports unchanged. Importing it (or ``promptimus.vectore_store.base``) warns once.
+"""``promptimus.vectore_store``, promptimus 0.1's misspelled `promptimus.vector_stores`, kept so
+code written for 0.1 imports unchanged. Importing it (or ``promptimus.vectore_store.base``) warns
+once, at the importing line (`warn_at_importer`, called by the package's body).
 
 - ``BaseSearchResult`` is `promptimus.vector_stores.BaseSearchResult`, a `SearchHit` that is also
   built and read with the 0.1 names (``idx``, ``content``, ``score``).
@@ -13,17 +14,13 @@ from __future__ import annotations
 
 import sys
 import warnings
-from types import CodeType
+from types import CodeType, FrameType
 
-from promptimus.vector_stores.per_document import (
-    PerDocumentTextStoreProtocol as TextStoreProtocol,
-)
-from promptimus.vector_stores.per_document import (
-    PerDocumentVectorStoreProtocol as VectorStoreProtocol,
-)
-from promptimus.vector_stores.search_result import BaseSearchResult
+from .per_document import PerDocumentTextStoreProtocol as TextStoreProtocol
+from .per_document import PerDocumentVectorStoreProtocol as VectorStoreProtocol
+from .search_result import BaseSearchResult
 
-__all__ = ["BaseSearchResult", "TextStoreProtocol", "VectorStoreProtocol"]
+__all__ = ["BaseSearchResult", "TextStoreProtocol", "VectorStoreProtocol", "warn_at_importer"]
 
 
 _MESSAGE = (
@@ -42,14 +39,15 @@ def _is_import_machinery(code: CodeType) -> bool:
     )
 
 
-def _warn_at_importer() -> None:
-    """Warn at the statement that imported this package, skipping every import machinery frame
-    (``stacklevel`` cannot: loaders such as pytest's assertion rewriter add frames of their own)."""
-    frame = sys._getframe(1).f_back  # the frame above this package's body
+def warn_at_importer() -> None:
+    """Warn at the statement that imported the package whose body calls this, skipping every
+    import machinery frame (``stacklevel`` cannot: loaders such as pytest's assertion rewriter
+    add frames of their own)."""
+    frame: FrameType | None = sys._getframe(2)  # the frame above the package's body
     while frame is not None and _is_import_machinery(frame.f_code):
         frame = frame.f_back
     if frame is None:
-        warnings.warn(_MESSAGE, DeprecationWarning, stacklevel=2)
+        warnings.warn(_MESSAGE, DeprecationWarning, stacklevel=3)
         return
     module_globals = frame.f_globals
     warnings.warn_explicit(
@@ -60,6 +58,3 @@ def _warn_at_importer() -> None:
         module=module_globals.get("__name__", "<unknown>"),
         registry=module_globals.setdefault("__warningregistry__", {}),
     )
-
-
-_warn_at_importer()

@@ -14,6 +14,7 @@ import math
 import sys
 from typing import Any
 
+from promptimus._compat_seam import compat_calls
 from promptimus.dto import Usage
 from promptimus.errors import InvalidArgument, MalformedReply
 from promptimus.transport.concurrency import ConcurrencyLimit
@@ -39,8 +40,8 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
     """
 
     _request_kind = "embedding"
-    _original_call_kwargs = "embed_kwargs"
 
+    @compat_calls("provider_arguments:embedder_arguments")
     def __init__(
         self,
         model_name: str,

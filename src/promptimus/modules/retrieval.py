@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._compat_seam import compat_calls, compat_function
 from ..core import Module
 from ..errors import InvalidArgument, ProviderResponseError, RerankerNotSet
 from ..observe.provider_calls import provider_call
@@ -19,6 +19,8 @@ if TYPE_CHECKING:
     from ..protocols import EmbedderProtocol, RerankerProtocol, VectorStoreProtocol, Where
 
 __all__ = ["RetrievalModule", "document_id"]
+
+_rerank_unfused = compat_function("retrieval:rerank_unfused")
 
 
 def document_id(document: str) -> str:
@@ -46,10 +48,11 @@ class RetrievalModule(Module):
       fusion step instead. Scores are the last stage's: store scores for a single source without
       reranker, RRF scores after fusion, the reranker's scores after reranking.
     - ``n_semantic``, ``n_text`` and ``n_after_rerank`` are plain ints (0 switches a source off),
-      not Parameters: the module adds no checkpoint keys, exactly as the original's, so a tree
-      holding one saves and loads the same files as the original promptimus.
+      not Parameters: the module adds no checkpoint keys, so a tree holding one saves and loads
+      the same files as one written with promptimus 0.1.
     """
 
+    @compat_calls("retrieval:retrieval_arguments")
     def __init__(
         self,
         vector_store: VectorStoreProtocol | None = None,
@@ -61,17 +64,8 @@ class RetrievalModule(Module):
         embedder: EmbedderProtocol | None = None,
         reranker: RerankerProtocol | None = None,
         fusion_k: int = 60,
-        n_results: int | None = None,
     ) -> None:
         super().__init__()
-        if n_results is not None:  # an early 0.1 API (its SKILL.md): one count for everything
-            warnings.warn(
-                "RetrievalModule(n_results=N) is promptimus 0.1's spelling; use n_semantic=N, "
-                "n_text=N, n_after_rerank=N instead.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            n_semantic = n_text = n_after_rerank = n_results
         for name, value in (
             ("n_semantic", n_semantic),
             ("n_text", n_text),
@@ -241,9 +235,8 @@ class RetrievalModule(Module):
             rankings = list(await asyncio.gather(*searches))
 
         reranker = self._reranker_or_none()
-        if reranker is not None and not hasattr(reranker, "rerank"):
-            # promptimus 0.1's protocol: `forward(query, result_lists)` fuses and reranks at once
-            return list(await reranker.forward(query, rankings))[:n_out]
+        if reranker is not None and not hasattr(reranker, "rerank"):  # an older protocol
+            return await _rerank_unfused(reranker, query, rankings, n_out)
         if reranker is not None and hasattr(reranker, "fuse"):
             return reranker.fuse(rankings, top_n=n_out)  # type: ignore[no-any-return]
         candidates = rankings[0] if len(rankings) == 1 else self._fusion.fuse(rankings)

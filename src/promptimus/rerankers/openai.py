@@ -12,9 +12,9 @@ import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from promptimus._compat_seam import CompatMethod, compat_calls
 from promptimus.errors import InvalidArgument, MalformedReply, ProviderConfigError
 from promptimus.transport.concurrency import ConcurrencyLimit
-from promptimus.transport.original_kwargs import OriginalKwargs
 from promptimus.transport.per_loop import PerLoop
 from promptimus.transport.retry import RetryPolicy
 
@@ -50,9 +50,11 @@ class OpenAILikeReranker:
       error message.
     - ``top_n`` is sent to the server and also enforced locally.
     - Transient failures (429, 5xx, timeouts) are retried by the shared `RetryPolicy`.
-    - ``extra_body`` is merged into every request (e.g. ``{"return_documents": False}``).
+    - ``call_kwargs`` and ``extra_body`` are merged into every request (e.g.
+      ``{"return_documents": False}``).
     """
 
+    @compat_calls("provider_arguments:reranker_arguments")
     def __init__(
         self,
         model_name: str,
@@ -64,21 +66,10 @@ class OpenAILikeReranker:
         retry: RetryPolicy | None = None,
         timeout: float | None = 60.0,
         max_concurrency: int | ConcurrencyLimit | None = None,
+        call_kwargs: dict[str, Any] | None = None,
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
-        **original: Any,
     ) -> None:
-        # promptimus 0.1's n_retries=, base_wait= and rerank_kwargs= (warned, then mapped)
-        old = OriginalKwargs.take(type(self).__name__, original, "rerank_kwargs", stacklevel=4)
-        if original:
-            raise TypeError(
-                f"OpenAILikeReranker() got unexpected keyword arguments: {', '.join(original)}"
-            )
-        if old.max_retries is not None:
-            max_retries = old.max_retries
-        if retry is None and old.base_delay is not None:
-            retry = RetryPolicy(max_retries=max_retries, base_delay=old.base_delay)
-        extra_body = {**old.call_kwargs, **(extra_body or {})}
         if not base_url:
             raise ProviderConfigError(
                 f"OpenAILikeReranker({model_name!r}) needs base_url=..., the API root that serves "
@@ -90,7 +81,7 @@ class OpenAILikeReranker:
         self._api_key = api_key
         self.retry = retry if retry is not None else RetryPolicy(max_retries=max_retries)
         self.timeout = timeout
-        self.extra_body = dict(extra_body or {})
+        self.extra_body = {**(call_kwargs or {}), **(extra_body or {})}
         self._headers = dict(headers or {})
         if isinstance(max_concurrency, int):
             max_concurrency = ConcurrencyLimit(max_concurrency)
@@ -145,16 +136,7 @@ class OpenAILikeReranker:
             redact=(key,) if key else (),
         )
 
-    async def forward(
-        self, query: str, result_lists: list[list[SearchHit]], **kwargs: Any
-    ) -> list[SearchHit]:
-        """promptimus 0.1's reranker call: rescore the union of ``result_lists`` (the first hit
-        of each id), best first."""
-        unique: dict[str, SearchHit] = {}
-        for results in result_lists:
-            for hit in results:
-                unique.setdefault(hit.id, hit)
-        return await self.rerank(query, list(unique.values()))
+    forward = CompatMethod("retrieval:rerank_result_lists")
 
     async def _post(self, body: dict[str, Any]) -> Any:
         client = self._clients.get()

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from promptimus._compat_seam import compat_calls
 from promptimus.core import Module, Parameter
 from promptimus.errors import InvalidArgument
 
@@ -74,10 +75,9 @@ class RRFReranker(Module):
     ) -> list[SearchHit]:
         return self.fuse([hits], top_n)
 
+    @compat_calls("retrieval:rrf_forward_arguments")
     async def forward(
-        self, rankings: list[list[SearchHit]] | str, top_n: Any = None
+        self, rankings: list[list[SearchHit]], top_n: int | None = None
     ) -> list[SearchHit]:
-        """``forward(rankings)``, or promptimus 0.1's ``forward(query, result_lists)``."""
-        if isinstance(rankings, str):  # 0.1's reranker protocol: the query comes first
-            return self.fuse(top_n)
+        """The fused ranking of ``rankings`` (best first, at most ``top_n``)."""
         return self.fuse(rankings, top_n)

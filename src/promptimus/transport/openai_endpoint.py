@@ -15,7 +15,6 @@ from promptimus.dto import Usage
 from promptimus.observe.provider_calls import report_usage
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_client import OpenAIClientFactory
-from promptimus.transport.original_kwargs import OriginalKwargs
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.retry import RetryPolicy
 
@@ -35,7 +34,6 @@ class OpenAIEndpoint:
     """Base of `OpenAILike` and `OpenAILikeEmbedder` (see their docstrings for the options)."""
 
     _request_kind: ClassVar[str] = "request"  # named in error messages: "<kind> request for ..."
-    _original_call_kwargs: ClassVar[str | None] = None  # 0.1's name for call_kwargs, if any
 
     def __init__(
         self,
@@ -54,19 +52,6 @@ class OpenAIEndpoint:
         api_key_env: str,
         client_kwargs: dict[str, Any],
     ) -> None:
-        client_kwargs = {"api_key": api_key, "base_url": base_url, **client_kwargs}
-        original = OriginalKwargs.take(
-            type(self).__name__, client_kwargs, self._original_call_kwargs
-        )
-        api_key = client_kwargs.pop("api_key", None)
-        base_url = client_kwargs.pop("base_url", None)
-        if original.max_concurrency is not None:
-            max_concurrency = original.max_concurrency
-        if original.max_retries is not None:
-            max_retries = original.max_retries
-        if retry is None and original.base_delay is not None:
-            retry = RetryPolicy(max_retries=max_retries, base_delay=original.base_delay)
-        call_kwargs = {**original.call_kwargs, **(call_kwargs or {})}
         self.model_name = model_name
         self._factory = OpenAIClientFactory(
             api_key,
