@@ -34,6 +34,7 @@ class OpenAIEndpoint:
     """Base of `OpenAILike` and `OpenAILikeEmbedder` (see their docstrings for the options)."""
 
     _request_kind: ClassVar[str] = "request"  # named in error messages: "<kind> request for ..."
+    _key_required: ClassVar[bool] = True  # False: a server that takes no key is asked without one
 
     def __init__(
         self,
@@ -49,7 +50,7 @@ class OpenAIEndpoint:
         rate_period: float,
         call_kwargs: dict[str, Any] | None,
         retry: RetryPolicy | None,
-        api_key_env: str,
+        api_key_env: str | None,
         client_kwargs: dict[str, Any],
     ) -> None:
         self.model_name = model_name
@@ -59,6 +60,7 @@ class OpenAIEndpoint:
             api_key_env=api_key_env,
             timeout=timeout,
             client_kwargs=client_kwargs,
+            key_required=self._key_required,
         )
         self.retry = retry if retry is not None else RetryPolicy(max_retries=max_retries)
         if isinstance(max_concurrency, int):
