@@ -57,6 +57,8 @@ def compat_names(
                 return fallback(name)
             except AttributeError:
                 pass
+        if name.startswith("__"):  # `__path__`, `__wrapped__`...: probes, never an older name
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
         return _load("names:older_name")(package, name)
 
     return __getattr__
