@@ -13,7 +13,7 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar, Generic, TypeVar
 
-from promptimus.errors import InvalidArgument
+from promptimus.argument_checks import positive_int
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.retry import Failure, RetryPolicy, classify
 
@@ -45,8 +45,7 @@ class RateLimitedClient(ABC, Generic[T]):
     RETRY_ERRORS: ClassVar[tuple[type[BaseException], ...]] = ()
 
     def __init__(self, max_concurrency: int = 10, n_retries: int = 5, base_wait: float = 3.0):
-        if n_retries < 1:
-            raise InvalidArgument(f"n_retries counts attempts and must be >= 1, got {n_retries}.")
+        n_retries = positive_int(n_retries, "n_retries (the number of attempts)")
         self._limit = ConcurrencyLimit(max_concurrency)
         self._retry = _DeclaredRetries(
             tuple(self.RETRY_ERRORS),

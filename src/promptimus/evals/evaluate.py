@@ -8,6 +8,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
+from ..argument_checks import positive_int
 from ..core import Session
 from ..errors import EmptyDataset, InvalidArgument, MetricResultError
 from .call_counter import CallCounter
@@ -91,8 +92,7 @@ async def evaluate(
         raise InvalidArgument(
             f"metric must be callable as metric(example, output), got {metric!r}."
         )
-    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        raise InvalidArgument(f"concurrency must be a positive int, got {concurrency!r}.")
+    concurrency = positive_int(concurrency, "concurrency")
     if counter is not None:
         counter.reserve(len(examples))
 

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._compat_seam import compat_calls, compat_function
+from ..argument_checks import non_negative_int, positive_int
 from ..core import Module
 from ..errors import InvalidArgument, ProviderResponseError, RerankerNotSet
 from ..observe.provider_calls import provider_call
@@ -66,15 +67,9 @@ class RetrievalModule(Module):
         fusion_k: int = 60,
     ) -> None:
         super().__init__()
-        for name, value in (
-            ("n_semantic", n_semantic),
-            ("n_text", n_text),
-            ("n_after_rerank", n_after_rerank),
-        ):
-            _check_count(name, value)
-        self.n_semantic = n_semantic
-        self.n_text = n_text
-        self.n_after_rerank = n_after_rerank
+        self.n_semantic = _check_count("n_semantic", n_semantic)
+        self.n_text = _check_count("n_text", n_text)
+        self.n_after_rerank = _check_count("n_after_rerank", n_after_rerank)
         self._fusion = RRFReranker(fusion_k)
         if vector_store is not None:
             self.with_vector_store(vector_store)
@@ -163,8 +158,8 @@ class RetrievalModule(Module):
         metas = None if metadatas is None else list(metadatas)
         if metas is not None and len(metas) != len(docs):
             raise InvalidArgument(f"Got {len(metas)} metadatas for {len(docs)} documents.")
-        if chunk_size is not None and chunk_size < 1:
-            raise InvalidArgument(f"chunk_size must be >= 1 or None, got {chunk_size}.")
+        if chunk_size is not None:
+            chunk_size = positive_int(chunk_size, "chunk_size (or None)")
 
         # one entry per id; the last occurrence wins, as separate upserts would
         latest: dict[str, int] = {}
@@ -256,6 +251,4 @@ class RetrievalModule(Module):
 
 
 def _check_count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidArgument(f"{name} must be an int >= 0 (0 switches it off), got {value!r}.")
-    return value
+    return non_negative_int(value, f"{name} (0 switches it off)")

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Self
 
+from ..argument_checks import positive_int
 from ..core import Module, Parameter
-from ..errors import InvalidArgument, NothingToTrain
+from ..errors import NothingToTrain
 from .proposer import _output_text
 from .run_state import TrainState
 
@@ -48,12 +49,8 @@ class FewShot:
         prompt: str | None = None,
         seed: int = 0,
     ) -> None:
-        if k < 1 or candidates < 1:
-            raise InvalidArgument(
-                f"FewShot needs k >= 1 and candidates >= 1 (got {k}, {candidates})."
-            )
-        self.k = k
-        self.candidates = candidates
+        self.k = positive_int(k, "FewShot k")
+        self.candidates = positive_int(candidates, "FewShot candidates")
         self.min_score = min_score
         self.prompt = prompt
         self.seed = seed

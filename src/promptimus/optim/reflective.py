@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Self
 
+from ..argument_checks import positive_int
 from ..core import Module, Parameter
 from ..errors import InvalidArgument, OptimizationError
 from ..protocols.llm import LLMProtocol
@@ -61,8 +62,7 @@ class Reflective:
             raise InvalidArgument(
                 f"propose= must be a function (request) -> str, got {type(propose).__name__}."
             )
-        if minibatch_size < 1:
-            raise InvalidArgument(f"minibatch_size must be at least 1, got {minibatch_size}.")
+        minibatch_size = positive_int(minibatch_size, "minibatch_size")
         self.proposer: TeacherProposer | None = None
         if teacher is not None:
             self.proposer = TeacherProposer().with_llm(teacher)

@@ -14,7 +14,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from promptimus._compat_seam import CompatMethod, compat_calls
-from promptimus.errors import InvalidArgument, MalformedReply, ProviderConfigError
+from promptimus.argument_checks import non_negative_int
+from promptimus.errors import MalformedReply, ProviderConfigError
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_client import NO_KEY
 from promptimus.transport.openai_endpoint import OpenAIEndpoint
@@ -84,8 +85,8 @@ class OpenAILikeReranker(OpenAIEndpoint):
     async def rerank(
         self, query: str, hits: list[SearchHit], top_n: int | None = None
     ) -> list[SearchHit]:
-        if top_n is not None and top_n < 0:
-            raise InvalidArgument(f"top_n must be >= 0 or None, got {top_n}.")
+        if top_n is not None:
+            top_n = non_negative_int(top_n, "top_n (or None)")
         if not hits or top_n == 0:
             return []
         body: dict[str, Any] = {

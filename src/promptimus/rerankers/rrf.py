@@ -7,8 +7,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from promptimus._compat_seam import compat_calls
+from promptimus.argument_checks import finite_number, non_negative_int
 from promptimus.core import Module, Parameter
-from promptimus.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from promptimus.dto import SearchHit
@@ -26,10 +26,9 @@ def reciprocal_rank_fusion(
     with that id (rankings in order), carrying the fused score. Ties go to the document with the
     better best rank, then to the one seen first — so the order is fully deterministic.
     """
-    if isinstance(k, bool) or not isinstance(k, int | float) or k < 0 or not math.isfinite(k):
-        raise InvalidArgument(f"RRF needs a finite k >= 0, got {k!r}; the usual value is 60.")
-    if top_n is not None and top_n < 0:
-        raise InvalidArgument(f"top_n must be >= 0 or None, got {top_n}.")
+    k = finite_number(k, "RRF's k (the usual value is 60)")
+    if top_n is not None:
+        top_n = non_negative_int(top_n, "top_n (or None)")
     first: dict[str, SearchHit] = {}
     parts: dict[str, list[float]] = {}
     best_rank: dict[str, int] = {}
