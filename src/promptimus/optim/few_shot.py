@@ -138,24 +138,8 @@ class FewShot:
         state.evaluator.ensure(len(state.valset))
         self._params[path].value = demos
         try:
-            val = await state.evaluator.run(state.valset)
-            cid = state.add_candidate(0, path, demos, val.scores)
-            better = val.score > state.best_score
-            state.record(
-                {
-                    "candidate": cid,
-                    "parent": 0,
-                    "path": path,
-                    "value": demos,
-                    "val_score": val.score,
-                    "val_scores": val.scores,
-                    "accepted": better,
-                    "reason": "beats best" if better else "not better on validation",
-                    "demos_bootstrapped": len(demos) - labelled,
-                    "demos_labelled": labelled,
-                },
-                accepted_candidate=cid if better else None,
-            )
+            counts = {"demos_bootstrapped": len(demos) - labelled, "demos_labelled": labelled}
+            await state.validate(0, path, demos, counts, worse="not better on validation")
         finally:
             state.load_best()
         return True

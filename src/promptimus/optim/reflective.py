@@ -194,22 +194,9 @@ class Reflective:
                 reason = "budget spent before validation"
                 state.record({**entry, "accepted": False, "reason": reason})
                 raise BudgetSpent
-            val = await state.evaluator.run(state.valset)
-            cid = state.add_candidate(parent, path, candidate.value, val.scores)
-            better = val.score > state.best_score
-            state.record(
-                {
-                    **entry,
-                    "candidate": cid,
-                    "val_score": val.score,
-                    "val_scores": val.scores,
-                    "accepted": better,
-                    "reason": "beats best"
-                    if better
-                    else f"not better on validation: {val.score:g} <= best {state.best_score:g}",
-                },
-                accepted_candidate=cid if better else None,
-            )
+            measured = {k: v for k, v in entry.items() if k.startswith("minibatch_")}
+            worse = f"not better on validation: {{score:g}} <= best {state.best_score:g}"
+            await state.validate(parent, path, candidate.value, measured, worse=worse)
             return True
         finally:
             state.load_best()
