@@ -11,6 +11,7 @@ from typing import Any, TypeAlias
 from ..argument_checks import positive_int
 from ..core import Session
 from ..errors import EmptyDataset, InvalidArgument, MetricResultError
+from ..exception_text import one_line
 from .call_counter import CallCounter
 from .example import Example, example_list
 from .progress import open_progress
@@ -21,11 +22,6 @@ from .usage_collector import UsageTotals, collecting
 __all__ = ["Metric", "evaluate"]
 
 Metric: TypeAlias = Callable[[Example, Any], "float | Score | Awaitable[float | Score]"]
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 async def _score(metric: Metric, example: Example, output: Any) -> Score:
@@ -49,7 +45,7 @@ async def _run_one(
                     output = await output
         except Exception as exc:
             latency = time.perf_counter() - started
-            error = _describe(exc)
+            error = one_line(exc)
             return EvalRow(example, None, 0.0, f"the module raised {error}", error, latency, usage)
     latency = time.perf_counter() - started
     with collecting() as judged:
@@ -58,7 +54,7 @@ async def _run_one(
         except MetricResultError:
             raise
         except Exception as exc:
-            error = f"metric: {_describe(exc)}"
+            error = f"metric: {one_line(exc)}"
             return EvalRow(example, output, 0.0, error, error, latency, usage)
         finally:
             metric_usage.add(judged)
