@@ -33,7 +33,7 @@ __all__ = [
 
 Arguments = tuple[tuple[Any, ...], dict[str, Any]]
 
-# this frame's caller is the translator, then the constructor's wrapper, then the user's line
+# from a helper a translator calls: the translator, the constructor's wrapper, the user's line
 _CALLER = 4
 
 
@@ -65,11 +65,7 @@ def rag_arguments(
         if len(stores) > 1:
             values["text_store"] = stores[1]
     if n_results is not None:
-        _warn(
-            "RAGModule(n_results=N) is promptimus 0.1's spelling; use n_semantic=N, "
-            "n_text=N, n_after_rerank=N instead."
-        )
-        values.update(n_semantic=n_results, n_text=n_results, n_after_rerank=n_results)
+        _one_count("RAGModule", values, n_results)
     return (values.pop("self"),), values
 
 
@@ -83,11 +79,7 @@ def retrieval_arguments(
     n_results = kwargs.pop("n_results")
     values = inspect.signature(fn).bind(*args, **kwargs).arguments
     if n_results is not None:
-        _warn(
-            "RetrievalModule(n_results=N) is promptimus 0.1's spelling; use n_semantic=N, "
-            "n_text=N, n_after_rerank=N instead."
-        )
-        values.update(n_semantic=n_results, n_text=n_results, n_after_rerank=n_results)
+        _one_count("RetrievalModule", values, n_results)
     return (values.pop("self"),), values
 
 
@@ -123,6 +115,17 @@ async def rerank_result_lists(
         for hit in results:
             unique.setdefault(hit.id, hit)
     return await reranker.rerank(query, list(unique.values()))  # type: ignore[no-any-return]
+
+
+def _one_count(owner: str, values: dict[str, Any], n_results: int) -> None:
+    """``n_results=N`` (one count for everything) as today's three counts, warned."""
+    warnings.warn(
+        f"{owner}(n_results=N) is promptimus 0.1's spelling; use n_semantic=N, n_text=N, "
+        "n_after_rerank=N instead.",
+        DeprecationWarning,
+        stacklevel=_CALLER,
+    )
+    values.update(n_semantic=n_results, n_text=n_results, n_after_rerank=n_results)
 
 
 def _is_store(value: object) -> bool:
