@@ -146,32 +146,13 @@ class RetrievalModule(Module):
                 raise InvalidArgument(
                     f"documents[{i}] is a {type(doc).__name__}; documents are str."
                 )
-        if ids is None:
-            id_list = [document_id(doc) for doc in docs]
-        else:
-            id_list = list(ids)
-            if len(id_list) != len(docs):
-                raise InvalidArgument(f"Got {len(id_list)} ids for {len(docs)} documents.")
-            for i, doc_id in enumerate(id_list):
-                if not isinstance(doc_id, str) or not doc_id:
-                    raise InvalidArgument(f"ids[{i}] must be a non-empty str, got {doc_id!r}.")
+        id_list = _checked_ids(docs, ids)
         metas = None if metadatas is None else list(metadatas)
         if metas is not None and len(metas) != len(docs):
             raise InvalidArgument(f"Got {len(metas)} metadatas for {len(docs)} documents.")
         if chunk_size is not None:
             chunk_size = positive_int(chunk_size, "chunk_size (or None)")
-
-        # one entry per id; the last occurrence wins, as separate upserts would
-        latest: dict[str, int] = {}
-        for position, doc_id in enumerate(id_list):
-            first = latest.get(doc_id)
-            if first is not None and docs[first] != docs[position]:
-                raise InvalidArgument(
-                    f"The id {doc_id!r} is given for two different documents (positions {first} "
-                    f"and {position}); ids must identify one document."
-                )
-            latest[doc_id] = position
-        unique = sorted(latest.values())
+        unique = _last_of_each_id(docs, id_list)
         step = chunk_size or max(len(unique), 1)
         stores = self._stores()
         embedder = self.embedder
@@ -248,6 +229,34 @@ class RetrievalModule(Module):
             embedding = await embedder.aembed(query)
             call.output = [embedding]
         return await self.vector_store.search(embedding, n, where)
+
+
+def _checked_ids(docs: list[str], ids: Sequence[str] | None) -> list[str]:
+    """One non-empty str id per document; a hash of the text (`document_id`) when none given."""
+    if ids is None:
+        return [document_id(doc) for doc in docs]
+    id_list = list(ids)
+    if len(id_list) != len(docs):
+        raise InvalidArgument(f"Got {len(id_list)} ids for {len(docs)} documents.")
+    for i, doc_id in enumerate(id_list):
+        if not isinstance(doc_id, str) or not doc_id:
+            raise InvalidArgument(f"ids[{i}] must be a non-empty str, got {doc_id!r}.")
+    return id_list
+
+
+def _last_of_each_id(docs: list[str], id_list: list[str]) -> list[int]:
+    """The positions to store, in input order: one per id, the last occurrence winning as
+    separate upserts would; an id given for two different texts is refused."""
+    latest: dict[str, int] = {}
+    for position, doc_id in enumerate(id_list):
+        first = latest.get(doc_id)
+        if first is not None and docs[first] != docs[position]:
+            raise InvalidArgument(
+                f"The id {doc_id!r} is given for two different documents (positions {first} "
+                f"and {position}); ids must identify one document."
+            )
+        latest[doc_id] = position
+    return sorted(latest.values())
 
 
 def _check_count(name: str, value: Any) -> int:
