@@ -1,5 +1,6 @@
 """The parts of the import contract (`[tool.importlinter]` in pyproject.toml) that the code
-keeps today, checked by `lint-imports` itself: the core knows no provider."""
+keeps today, checked by `lint-imports` itself: the core knows no provider, and no tier below
+`promptimus.compat` imports it."""
 
 from __future__ import annotations
 
@@ -24,5 +25,11 @@ def lint(contract: str) -> subprocess.CompletedProcess[str]:
 
 def test_the_core_and_the_bottom_tier_import_no_provider() -> None:
     result = lint("core-knows-no-provider")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "1 kept, 0 broken" in result.stdout
+
+
+def test_no_tier_below_compat_imports_it() -> None:
+    result = lint("compat-on-top")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "1 kept, 0 broken" in result.stdout

@@ -8,8 +8,10 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
+from ..argument_checks import positive_int
 from ..core import Session
 from ..errors import EmptyDataset, InvalidArgument, MetricResultError
+from ..exception_text import one_line
 from .call_counter import CallCounter
 from .example import Example, example_list
 from .progress import open_progress
@@ -20,11 +22,6 @@ from .usage_collector import UsageTotals, collecting
 __all__ = ["Metric", "evaluate"]
 
 Metric: TypeAlias = Callable[[Example, Any], "float | Score | Awaitable[float | Score]"]
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 async def _score(metric: Metric, example: Example, output: Any) -> Score:
@@ -48,7 +45,7 @@ async def _run_one(
                     output = await output
         except Exception as exc:
             latency = time.perf_counter() - started
-            error = _describe(exc)
+            error = one_line(exc)
             return EvalRow(example, None, 0.0, f"the module raised {error}", error, latency, usage)
     latency = time.perf_counter() - started
     with collecting() as judged:
@@ -57,7 +54,7 @@ async def _run_one(
         except MetricResultError:
             raise
         except Exception as exc:
-            error = f"metric: {_describe(exc)}"
+            error = f"metric: {one_line(exc)}"
             return EvalRow(example, output, 0.0, error, error, latency, usage)
         finally:
             metric_usage.add(judged)
@@ -91,8 +88,7 @@ async def evaluate(
         raise InvalidArgument(
             f"metric must be callable as metric(example, output), got {metric!r}."
         )
-    if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
-        raise InvalidArgument(f"concurrency must be a positive int, got {concurrency!r}.")
+    concurrency = positive_int(concurrency, "concurrency")
     if counter is not None:
         counter.reserve(len(examples))
 

@@ -7,10 +7,12 @@ every task, cumulative usage accounting, and safe handling of the API key.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+from promptimus._compat_seam import compat_calls
 from promptimus.dto import Message, MessageDelta
 from promptimus.errors import EmptyReply, MalformedReply, PromptimusError
 from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
@@ -48,6 +50,7 @@ class OpenAILike(OpenAIEndpoint):
 
     _request_kind = "chat"
 
+    @compat_calls("provider_arguments:openai_like_arguments")
     def __init__(
         self,
         model_name: str,
@@ -167,42 +170,12 @@ class OpenAILike(OpenAIEndpoint):
         and never passes for a complete reply. One that ends cleanly before its first chunk is
         not retried: a server that answers a request with an empty stream (older llama.cpp on
         a context overflow) would answer it the same way again."""
-        params = self._params(history, kwargs)
-        params["stream"] = True
-        if params.get("stream_options", ...) is None:
-            del params["stream_options"]  # for servers that reject the option
-        else:
-            params["stream_options"] = {"include_usage": True, **params.get("stream_options", {})}
-        client = self._factory.get()
+        params = self._stream_params(history, kwargs)
         tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
         secrets = self._factory.secrets()
-
-        async def open_stream() -> tuple[
-            Any, Any, list[MessageDelta], MessageAccumulator, Any, Any
-        ]:
-            slot, reservation = await self._admit(tokens)
-            try:
-                stream = await client.chat.completions.create(**params)
-                try:
-                    chunks = stream.__aiter__()
-                    held, received = [], MessageAccumulator()
-                    while not held or not _says_something(held[-1]):
-                        chunk = await anext(chunks, None)
-                        if chunk is None:
-                            raise self._ended_before_output(stream, received)
-                        held.append(chunk_to_delta(chunk))
-                        received.add(held[-1])
-                except BaseException:
-                    await stream.close()
-                    raise
-            except BaseException:
-                if slot is not None:
-                    slot.release()
-                raise
-            return stream, chunks, held, received, slot, reservation
-
+        attempt = functools.partial(self._open_stream, params, tokens)
         stream, chunks, held, received, slot, reservation = await self._send(
-            open_stream, params, history
+            attempt, params, history
         )
         if held[0].model_name is None:  # later chunks that name the model still win
             held[0].model_name = self.model_name
@@ -216,42 +189,92 @@ class OpenAILike(OpenAIEndpoint):
                         break
                     delta = chunk_to_delta(chunk)
                 except Exception as exc:
-                    failure = classify(exc)
-                    if failure is None:
-                        raise
-                    if received.complete and failure.retryable:
-                        # the model had finished; only trailing chunks (usage) were lost
-                        reason = redact_secrets(failure.reason, secrets)
-                        log.debug("%s: stream broke after finishing (%s)", self._context, reason)
+                    error = self._stream_error(exc, received, secrets)
+                    if error is None:
                         break
-                    error = self.retry.translate(
-                        exc,
-                        failure,
-                        context=f"{self._context} (stream interrupted)",
-                        redact=secrets,
-                    )
-                    if failure.retryable and failure.max_retries is None:
-                        # the connection broke: say what had arrived
-                        error = stream_interrupted(
-                            received, self._context, cause=redact_secrets(failure.reason, secrets)
-                        )
-                    raise chained(error, exc, secrets) from exc
+                    if error is exc:
+                        raise
+                    raise error from exc
                 received.add(delta)
                 yield delta
-            if received.finish_reason is None:
-                raise stream_interrupted(received, self._context)
-            if not received.content.strip() and not received.tool_call_count:
-                raise EmptyReply(
-                    "no text and no tool call, only reasoning",
-                    source=self._context,
-                    finish_reason=received.finish_reason,
-                )
+            self._check_finished(received)
         finally:
             usage = received.usage
             if slot is not None:
                 slot.release()
             self._record(usage, reservation)
             await stream.close()
+
+    def _stream_params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
+        params = self._params(history, kwargs)
+        params["stream"] = True
+        if params.get("stream_options", ...) is None:
+            del params["stream_options"]  # for servers that reject the option
+        else:
+            params["stream_options"] = {"include_usage": True, **params.get("stream_options", {})}
+        return params
+
+    async def _open_stream(
+        self, params: dict[str, Any], tokens: float
+    ) -> tuple[Any, Any, list[MessageDelta], MessageAccumulator, Any, Any]:
+        """One attempt at a stream: send the request and read up to the first chunk that says
+        something (held back, with what they told), under a concurrency slot the caller
+        releases once the stream is done."""
+        slot, reservation = await self._admit(tokens)
+        try:
+            stream = await self._factory.get().chat.completions.create(**params)
+            try:
+                chunks = stream.__aiter__()
+                held, received = [], MessageAccumulator()
+                while not held or not _says_something(held[-1]):
+                    chunk = await anext(chunks, None)
+                    if chunk is None:
+                        raise self._ended_before_output(stream, received)
+                    held.append(chunk_to_delta(chunk))
+                    received.add(held[-1])
+            except BaseException:
+                await stream.close()
+                raise
+        except BaseException:
+            if slot is not None:
+                slot.release()
+            raise
+        return stream, chunks, held, received, slot, reservation
+
+    def _stream_error(
+        self, exc: Exception, received: MessageAccumulator, secrets: tuple[str, ...]
+    ) -> BaseException | None:
+        """What to raise for ``exc``, raised by a stream that already delivered output (``exc``
+        itself when it is not a provider failure), or None when the model had finished and only
+        trailing chunks (usage) were lost."""
+        failure = classify(exc)
+        if failure is None:
+            return exc
+        if received.complete and failure.retryable:
+            reason = redact_secrets(failure.reason, secrets)
+            log.debug("%s: stream broke after finishing (%s)", self._context, reason)
+            return None
+        error = self.retry.translate(
+            exc, failure, context=f"{self._context} (stream interrupted)", redact=secrets
+        )
+        if failure.retryable and failure.max_retries is None:
+            # the connection broke: say what had arrived
+            error = stream_interrupted(
+                received, self._context, cause=redact_secrets(failure.reason, secrets)
+            )
+        return chained(error, exc, secrets)
+
+    def _check_finished(self, received: MessageAccumulator) -> None:
+        """A stream that ended without a finish_reason was cut off; one with neither text nor a
+        tool call (reasoning only) is empty."""
+        if received.finish_reason is None:
+            raise stream_interrupted(received, self._context)
+        if not received.content.strip() and not received.tool_call_count:
+            raise EmptyReply(
+                "no text and no tool call, only reasoning",
+                source=self._context,
+                finish_reason=received.finish_reason,
+            )
 
     def _ended_before_output(self, stream: Any, received: MessageAccumulator) -> Exception:
         """The error for a stream that ended before any chunk with text or a tool call."""

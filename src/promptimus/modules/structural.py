@@ -37,7 +37,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .._lazy import deprecated_exports
+from .._compat_seam import compat_names
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..errors import (
@@ -388,11 +388,4 @@ class StructuralOutput(Module, Generic[T]):
         return f"{self.output_model.__name__}, n_retries={self.n_retries}, {mode}"
 
 
-# The original promptimus's names for the native-mode prompt and the retry template.
-__getattr__ = deprecated_exports(
-    __name__,
-    {
-        "DEFAULT_SYSTEM_PROMPT_NO_SCHEMA": "promptimus.modules.structural.DEFAULT_SYSTEM_PROMPT",
-        "DEFAULT_RETRY_MESSAGE": "promptimus.modules.structural.DEFAULT_RETRY_TEMPLATE",
-    },
-)
+__getattr__ = compat_names(__name__)
