@@ -11,7 +11,7 @@ _LAZY: dict[str, str] = {
     "RunResult": "run_result",
     "OpenaiToolCallingAgent": "openai_agent",
     "ToolCallingAgent": "react_agent",
-    "DynamicPrompt": "dynamic_prompt",
+    "DynamicPrompt": "promptimus.prompts.dynamic_prompt",
     "AgentEvent": "events",
     "TextDelta": "events",
     "ReasoningDelta": "events",
@@ -41,8 +41,8 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from ..prompts.dynamic_prompt import DynamicPrompt as DynamicPrompt
     from .base_agent import BaseAgent as BaseAgent
-    from .dynamic_prompt import DynamicPrompt as DynamicPrompt
     from .events import AgentEvent as AgentEvent
     from .events import FinalResult as FinalResult
     from .events import NeedsApproval as NeedsApproval

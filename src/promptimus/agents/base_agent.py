@@ -45,9 +45,9 @@ from ..errors import (
 from ..llms.accumulator import MessageAccumulator
 from ..modules.memory import Memory, MemoryModule, as_messages
 from ..observe.provider_calls import provider_call, report_event
+from ..prompts.dynamic_prompt import DynamicPrompt
 from ..tools.run_context import HandoffView, RunContext
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, check_timeout, tool_items, toolset
-from .dynamic_prompt import DynamicPrompt
 from .events import (
     AgentEvent,
     FinalResult,

@@ -16,7 +16,7 @@ from ..core import Module
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument, ReactParseError
 from ..modules.memory import Memory
-from ..template import template_fields
+from ..prompts.template import template_fields
 from ..tools.run_context import HandoffView
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, handoff_messages
 from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolInvocation

@@ -10,7 +10,7 @@ from typing import Any, Self
 from ..core import Module, current_session
 from ..dto import Message, MessageRole
 from ..errors import EmptyMemory, InvalidArgument
-from .prompt import Prompt
+from ..prompts.prompt import Prompt
 
 
 def _bounded(messages: Iterable[Message], size: int) -> deque[Message]:

@@ -9,7 +9,7 @@ from .._lazy import deprecated_exports
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
-from ..template import format_template, parse_template
+from ..prompts.template import format_template, parse_template
 from .memory import Memory, MemoryModule
 from .retrieval import RetrievalModule
 

@@ -23,8 +23,8 @@ from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
 from ..observe.provider_calls import provider_call
-from ..template import format_template
 from ..tools.run_context import RunContext
+from .template import format_template
 
 __all__ = ["DynamicPrompt", "PromptFn"]
 

@@ -9,7 +9,7 @@ from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
 from ..observe.provider_calls import provider_call
-from ..template import format_template
+from .template import format_template
 
 if TYPE_CHECKING:
     from ..protocols import LLMProtocol

@@ -12,7 +12,7 @@ import string
 from collections.abc import Mapping
 from typing import Any
 
-from .errors import PromptFormatError
+from ..errors import PromptFormatError
 
 _formatter = string.Formatter()
 
