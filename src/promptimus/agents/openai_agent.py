@@ -28,13 +28,13 @@ from pydantic import BaseModel
 
 from ..core import Module
 from ..dto import Message, MessageRole
+from ..dto.run_record import ToolCallRecord
 from ..errors import FailedToParseOutput, RequestRejected
 from ..modules.memory import Memory
 from ..modules.structural import StructuralOutput
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool
 from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolInvocation
 from .nesting import DEFAULT_MAX_NESTING
-from .run_record import ToolCallRecord
 from .tool_limits import DEFAULT_MAX_TOOL_CONCURRENCY
 
 __all__ = ["OpenaiToolCallingAgent"]

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core import Module
 from ..dto import Message, MessageRole
+from ..dto.run_record import ToolCallRecord
 from ..errors import InvalidArgument, ReactParseError
 from ..modules.memory import Memory
 from ..prompts.template import template_fields
@@ -22,7 +23,6 @@ from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, handoff_messages
 from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolInvocation
 from .nesting import DEFAULT_MAX_NESTING
 from .react_parser import ReactAction, ReactAnswer, parse_react
-from .run_record import ToolCallRecord
 from .tool_limits import DEFAULT_MAX_TOOL_CONCURRENCY
 
 __all__ = ["DEFAULT_PROMPT", "REACT_PROTOCOL", "ToolCallingAgent"]

@@ -29,8 +29,8 @@ import pydantic_core
 from pydantic import ValidationError
 
 from ..dto import Message
+from ..dto.run_record import RunRecord
 from ..errors import InvalidArgument, MissingApproval, RunStateError, RunStateMismatch
-from .run_record import RunRecord
 from .run_state_format import FORMAT, PausedCallData, StateFormatError, read_state_document
 
 if TYPE_CHECKING:

@@ -28,7 +28,9 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
-from ..dto import ImageContent, Message, Usage
+from .image import ImageContent
+from .message import Message
+from .usage import Usage
 
 __all__ = [
     "RunRecord",
