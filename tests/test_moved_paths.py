@@ -2,7 +2,7 @@
 they had: the provider Protocols (now `promptimus.protocols`), `SearchHit` (`promptimus.dto`),
 provider calls, usage, pricing and budgets (`promptimus.observe`), `LLMReranker`
 (`promptimus.modules`), `Prompt`, `DynamicPrompt` and the template helpers
-(`promptimus.prompts`)."""
+(`promptimus.prompts`), the run records (`promptimus.dto`)."""
 
 from __future__ import annotations
 
@@ -92,6 +92,11 @@ SAME = [
     ("promptimus.template", "format_template", "promptimus.prompts", "format_template"),
     ("promptimus.template", "parse_template", "promptimus.prompts", "parse_template"),
     ("promptimus.template", "template_fields", "promptimus.prompts", "template_fields"),
+    ("promptimus.agents", "RunRecord", "promptimus.dto", "RunRecord"),
+    ("promptimus.agents.run_record", "RunRecord", "promptimus.dto.run_record", "RunRecord"),
+    ("promptimus.agents.run_record", "StepRecord", "promptimus.dto", "StepRecord"),
+    ("promptimus.agents.run_record", "ToolCallRecord", "promptimus.dto", "ToolCallRecord"),
+    ("promptimus.modules", "ToolCallRecord", "promptimus.dto", "ToolCallRecord"),
 ]
 
 

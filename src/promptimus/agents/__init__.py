@@ -32,21 +32,15 @@ _LAZY: dict[str, str] = {
     "parse_react": "react_parser",
     "ReactAction": "react_parser",
     "ReactAnswer": "react_parser",
-    "RunRecord": "promptimus.dto.run_record",
-    "StepRecord": "promptimus.dto.run_record",
-    "ToolCallRecord": "promptimus.dto.run_record",
-    "current_record": "promptimus.dto.run_record",
-    "capture_records": "promptimus.dto.run_record",
-    "recording": "promptimus.dto.run_record",
+    "RunRecord": "run_record",
+    "StepRecord": "run_record",
+    "ToolCallRecord": "run_record",
+    "current_record": "run_record",
+    "capture_records": "run_record",
+    "recording": "run_record",
 }
 
 if TYPE_CHECKING:
-    from ..dto.run_record import RunRecord as RunRecord
-    from ..dto.run_record import StepRecord as StepRecord
-    from ..dto.run_record import ToolCallRecord as ToolCallRecord
-    from ..dto.run_record import capture_records as capture_records
-    from ..dto.run_record import current_record as current_record
-    from ..dto.run_record import recording as recording
     from ..prompts.dynamic_prompt import DynamicPrompt as DynamicPrompt
     from .base_agent import BaseAgent as BaseAgent
     from .events import AgentEvent as AgentEvent
@@ -67,6 +61,12 @@ if TYPE_CHECKING:
     from .resume_ledger import ResumeLedger as ResumeLedger
     from .resume_ledger import SQLiteResumeLedger as SQLiteResumeLedger
     from .resume_ledger import set_resume_ledger as set_resume_ledger
+    from .run_record import RunRecord as RunRecord
+    from .run_record import StepRecord as StepRecord
+    from .run_record import ToolCallRecord as ToolCallRecord
+    from .run_record import capture_records as capture_records
+    from .run_record import current_record as current_record
+    from .run_record import recording as recording
     from .run_result import RunResult as RunResult
     from .run_state import PendingToolCall as PendingToolCall
     from .run_state import RunState as RunState

@@ -34,13 +34,7 @@ from typing import Any, Generic, TypeVar
 from ..core import Module, ModuleDict
 from ..core.hooks import RemovableHandle
 from ..dto import Message, MessageRole, Usage
-from ..dto.run_record import (
-    RunRecord,
-    StepRecord,
-    ToolCallRecord,
-    capture_records,
-    recording,
-)
+from ..dto.run_record import RunRecord, StepRecord, ToolCallRecord
 from ..errors import (
     ApprovalRequired,
     InvalidArgument,
@@ -70,6 +64,7 @@ from .image_fallback import described_images, refused_images, takes_images
 from .live_tools import LiveTools
 from .nesting import DEFAULT_MAX_NESTING, check_max_nesting, nested_run
 from .resume_ledger import claim_resume
+from .run_record import capture_records, recording
 from .run_result import RunResult
 from .run_state import Approval, PausedCall, RunState, denial_text
 from .step_hooks import StepContext, StepHook, StepPlan, plan_step

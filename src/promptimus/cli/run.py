@@ -11,8 +11,8 @@ from pydantic_core import to_jsonable_python
 
 from ..agents.base_agent import BaseAgent
 from ..agents.events import FinalResult, TextDelta, ToolCallEvent, ToolErrorEvent, ToolResultEvent
+from ..agents.run_record import capture_records
 from ..core.module import Module
-from ..dto.run_record import capture_records
 from ..observe.usage import track_usage
 from .command_error import CommandLineError
 from .output_text import output_text
