@@ -1,8 +1,9 @@
 """Prompts: what renders the messages an LLM call starts with.
 
 `Prompt` (a checkpointed template, with optional example turns), `DynamicPrompt` (a system prompt
-computed from the run context for every call) and the template helpers (`format_template`,
-`parse_template`, `template_fields`: plain `{name}` fields and nothing more).
+computed from the run context for every call), the interface both render through (`BasePrompt`:
+`await prompt.prepare(ctx)`, `await prompt.arender(...)`) and the template helpers
+(`format_template`, `parse_template`, `template_fields`: plain `{name}` fields and nothing more).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import TYPE_CHECKING
 from promptimus._lazy import lazy_exports
 
 _LAZY: dict[str, str] = {
+    "BasePrompt": "base_prompt",
+    "PreparedPrompt": "base_prompt",
     "Prompt": "prompt",
     "DynamicPrompt": "dynamic_prompt",
     "PromptFn": "dynamic_prompt",
@@ -21,6 +24,8 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from .base_prompt import BasePrompt as BasePrompt
+    from .base_prompt import PreparedPrompt as PreparedPrompt
     from .dynamic_prompt import DynamicPrompt as DynamicPrompt
     from .dynamic_prompt import PromptFn as PromptFn
     from .prompt import Prompt as Prompt

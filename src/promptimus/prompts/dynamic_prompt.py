@@ -15,15 +15,17 @@ instructions) is a `Parameter`.
 
 from __future__ import annotations
 
+import functools
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeAlias
 
-from ..core import Module, Parameter
+from ..core import Parameter
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
 from ..observe.provider_calls import provider_call
 from ..tools.run_context import RunContext
+from .base_prompt import BasePrompt, PreparedPrompt
 from .template import format_template
 
 __all__ = ["DynamicPrompt", "PromptFn"]
@@ -31,8 +33,9 @@ __all__ = ["DynamicPrompt", "PromptFn"]
 PromptFn: TypeAlias = Callable[[RunContext[Any]], str | Awaitable[str]]
 
 
-class DynamicPrompt(Module):
-    """`fn(ctx) -> str` (sync or async), optionally followed by a `suffix` template."""
+class DynamicPrompt(BasePrompt):
+    """`fn(ctx) -> str` (sync or async), optionally followed by a `suffix` template; rendered
+    through the interface every prompt shares (`prepare`, `arender`: see `BasePrompt`)."""
 
     def __init__(
         self,
@@ -47,6 +50,21 @@ class DynamicPrompt(Module):
         self._role = MessageRole(role)
         if suffix is not None:
             self.suffix = Parameter(suffix)
+
+    async def prepare(self, ctx: RunContext[Any] | None = None) -> PreparedPrompt:
+        """Run the callable for `ctx` (an empty `RunContext` when None): the prepared prompt
+        renders its text and the suffix, filled with any variables, without running it again."""
+        text = await self.instructions(ctx if ctx is not None else RunContext())
+        return PreparedPrompt(functools.partial(self._render, text))
+
+    def check_variables(self, variables: Mapping[str, Any]) -> None:
+        self.compose("", variables)
+
+    def _render(
+        self, text: str, history: list[Message] | None = None, **variables: Any
+    ) -> list[Message]:
+        head = self.compose(text, variables)
+        return [head, *history] if history else [head]
 
     async def system_message(self, ctx: RunContext[Any], **variables: Any) -> Message:
         return self.compose(await self.instructions(ctx), variables)
@@ -63,7 +81,7 @@ class DynamicPrompt(Module):
             )
         return text
 
-    def compose(self, text: str, variables: dict[str, Any]) -> Message:
+    def compose(self, text: str, variables: Mapping[str, Any]) -> Message:
         """The system message: `text` and then the suffix filled with `variables`."""
         suffix = self._parameters.get("suffix")
         if suffix is not None and suffix.is_set:
@@ -77,9 +95,8 @@ class DynamicPrompt(Module):
         ctx: RunContext[Any] | None = None,
         **variables: Any,
     ) -> list[Message]:
-        """Exactly the messages `forward` sends."""
-        head = await self.system_message(ctx if ctx is not None else RunContext(), **variables)
-        return [head, *history] if history else [head]
+        """Exactly the messages `forward` sends (the same as `arender`)."""
+        return await self.arender(history, ctx, **variables)
 
     async def forward(
         self,
@@ -89,18 +106,18 @@ class DynamicPrompt(Module):
         system: Message | None = None,
         **variables: Any,
     ) -> Message:
-        """Call the LLM with the computed system prompt before `history`. An agent that already
-        computed the system message passes it as `system` (the callable is not run again)."""
+        """Call the LLM with the computed system prompt before `history`. Given `system`, the
+        callable is not run: that message is sent in its place."""
         if system is None:
-            system = await self.system_message(
-                ctx if ctx is not None else RunContext(), **variables
-            )
-        messages = [system, *history] if history else [system]
+            messages = await self.arender(history, ctx, **variables)
+        else:
+            messages = [system, *history] if history else [system]
         llm = self.llm
         params = provider_kwargs or {}
         async with provider_call("llm", self, llm, messages, params, variables=variables) as call:
             call.output = await llm.achat(messages, **params)
-        return call.output  # type: ignore[no-any-return]
+        reply: Message = call.output
+        return reply
 
     def extra_repr(self) -> str:
         return f"fn={getattr(self._fn, '__qualname__', type(self._fn).__name__)}"

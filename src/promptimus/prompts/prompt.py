@@ -3,21 +3,25 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..core import Module, Parameter
+from ..core import Parameter
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
 from ..observe.provider_calls import provider_call
+from .base_prompt import BasePrompt, PreparedPrompt
 from .template import format_template
 
 if TYPE_CHECKING:
     from ..protocols import LLMProtocol
+    from ..tools.run_context import RunContext
 
 
-class Prompt(Module):
+class Prompt(BasePrompt):
     """Formats its `prompt` template with keyword arguments, puts it before `history` and calls
-    the LLM. `render(...)` returns exactly the messages `forward(...)` would send.
+    the LLM. `render(...)` returns exactly the messages `forward(...)` would send (`await
+    arender(...)` too, the interface a `DynamicPrompt` shares, see `BasePrompt`).
 
     `demos=[[user text, assistant text], ...]` adds example turns after the prompt (what
     `promptimus.optim.FewShot` trains); without it the Prompt has no `demos` parameter, so
@@ -76,6 +80,13 @@ class Prompt(Module):
         head = Message(role=MessageRole(self.role.value), content=text)
         return [head, *self._demo_turns(), *(history or [])]
 
+    async def prepare(self, ctx: RunContext[Any] | None = None) -> PreparedPrompt:
+        """Nothing to compute: the template is filled as is (`ctx` is not needed)."""
+        return PreparedPrompt(self.render, self.prompt.value)
+
+    def check_variables(self, variables: Mapping[str, Any]) -> None:
+        self.render(None, **variables)
+
     async def forward(
         self,
         history: list[Message] | None = None,
@@ -89,4 +100,5 @@ class Prompt(Module):
             "llm", self, llm, messages, params, template=self.prompt.value, variables=kwargs
         ) as call:
             call.output = await llm.achat(messages, **params)
-        return call.output  # type: ignore[no-any-return]
+        reply: Message = call.output
+        return reply
