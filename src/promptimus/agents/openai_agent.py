@@ -96,7 +96,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
     def _provider_kwargs(self, state: LoopState | None = None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         if len(self.tools):
-            kwargs["tools"] = [tool.to_openai() for tool in self.tools.values()]  # type: ignore[attr-defined]
+            kwargs["tools"] = [tool.to_openai() for tool in self._all_tools()]
         if self._output is not None:
             kwargs.update(self._output.provider_kwargs(state.response_format if state else None))
         return kwargs

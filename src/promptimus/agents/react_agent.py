@@ -103,10 +103,10 @@ class ToolCallingAgent(BaseAgent[Message]):
         self, prompt_vars: dict[str, Any], tools: list[Tool] | None = None
     ) -> dict[str, Any]:
         if tools is None:
-            tools = list(self.tools.values())  # type: ignore[arg-type]
+            tools = self._all_tools()
         return {
-            "tool_desc": "\n".join(t.describe_for_prompt() for t in tools) or "(no tools)",  # type: ignore[attr-defined]
-            "tool_names": ", ".join(t.name for t in tools) or "(none)",  # type: ignore[attr-defined]
+            "tool_desc": "\n".join(t.describe_for_prompt() for t in tools) or "(no tools)",
+            "tool_names": ", ".join(t.name for t in tools) or "(none)",
             **prompt_vars,
         }
 
