@@ -4,6 +4,7 @@ step hooks, and images described in text for a model that takes none."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -100,7 +101,11 @@ class _Step:
 
 
 async def _apply_hooks(
-    run: ActiveRun, options: RunOptions, step: _Step, render: Any, index: int
+    run: ActiveRun,
+    options: RunOptions,
+    step: _Step,
+    render: Callable[..., list[Message]],
+    index: int,
 ) -> list[str] | None:
     """Run the step hooks and apply their plan to `step`; return the tools offered."""
     agent = run.agent

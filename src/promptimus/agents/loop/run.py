@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ...dto import Message, Usage
+from ...dto import Message, MessageDelta, Usage
 from ...dto.run_record import RunRecord, StepRecord
 from ...errors import MaxIterExceeded, RequestRejected
 from ...modules.memory import as_messages
@@ -80,7 +80,7 @@ class _Deltas:
     def __init__(self, emit: Emit, step: int) -> None:
         self.emit, self.step, self.count = emit, step, 0
 
-    def __call__(self, delta: Any) -> None:
+    def __call__(self, delta: MessageDelta) -> None:
         self.count += 1
         if delta.reasoning:
             self.emit(ReasoningDelta(delta.reasoning, self.step))
