@@ -60,6 +60,7 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     ├── MaxIterExceeded
     ├── AgentNestingTooDeep
     ├── ApprovalRequired
+    │   └── SubAgentPaused
     ├── RunStateError
     │   └── RunStateMismatch · RunStateConsumed · MissingApproval
     ├── MCPError
@@ -516,6 +517,16 @@ class RunStateConsumed(RunStateError):
 
 class MissingApproval(RunStateError):
     """A resume did not decide every pending tool call (or named an id that is not pending)."""
+
+
+class SubAgentPaused(ApprovalRequired):
+    """An agent run as a tool (or called inside one) paused for approval. Its state cannot be
+    resumed through the run that called it: `.result` is the sub-agent's paused `RunResult`,
+    `.tool` the name of the tool call it paused in. Raised by the calling agent, in that call."""
+
+    def __init__(self, message: str, result: Any = None, tool: str | None = None) -> None:
+        super().__init__(message, result)
+        self.tool = tool
 
 
 # --- MCP -----------------------------------------------------------------------------------------

@@ -11,8 +11,8 @@ from promptimus.core import Module, Parameter
 from promptimus.dto import Message, MessageRole
 from promptimus.errors import FailedToParseOutput
 from promptimus.model_json import decode_json
-from promptimus.modules.prompt import Prompt
-from promptimus.template import format_template
+from promptimus.prompts.prompt import Prompt
+from promptimus.prompts.template import format_template
 
 if TYPE_CHECKING:
     from promptimus.dto import SearchHit

@@ -10,7 +10,8 @@ from typing import Any, Self
 from ..core import Module, current_session
 from ..dto import Message, MessageRole
 from ..errors import EmptyMemory, InvalidArgument
-from .prompt import Prompt
+from ..prompts.base_prompt import BasePrompt
+from ..prompts.prompt import Prompt
 
 
 def _bounded(messages: Iterable[Message], size: int) -> deque[Message]:
@@ -126,7 +127,8 @@ class MemoryModule(Module):
     ) -> None:
         super().__init__()
         self.new_message_role = MessageRole(new_message_role)
-        self.prompt = Prompt(system_prompt)
+        # a Prompt; an agent with a callable prompt puts a DynamicPrompt here
+        self.prompt: BasePrompt = Prompt(system_prompt)
         self._memory = shared_memory if shared_memory is not None else Memory(memory_size)
 
     @property

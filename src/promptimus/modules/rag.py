@@ -8,7 +8,7 @@ from .._compat_seam import compat_calls, compat_names
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
-from ..template import format_template, parse_template
+from ..prompts.template import format_template, parse_template
 from .memory import Memory, MemoryModule
 from .retrieval import RetrievalModule
 

@@ -51,9 +51,9 @@ from ..errors import (
 from ..llms.capabilities import RESPONSE_FORMAT_MODES, ResponseFormatMode, capabilities
 from ..model_json import decode_json, decode_json_prefix
 from ..observe.provider_calls import report_event
-from ..template import format_template
+from ..prompts.prompt import Prompt
+from ..prompts.template import format_template
 from .memory import as_messages
-from .prompt import Prompt
 
 __all__ = ["StructuralOutput", "format_validation_error", "openai_response_format"]
 

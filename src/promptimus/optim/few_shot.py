@@ -60,7 +60,7 @@ class FewShot:
         self._tried = 0
 
     def attach(self, module: Module) -> Self:
-        from ..modules.prompt import Prompt
+        from ..prompts.prompt import Prompt
 
         found = [
             (path, m)
