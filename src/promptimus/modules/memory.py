@@ -4,11 +4,11 @@ and `ResetMemoryContext` (clear every memory in one or more trees)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Self
 
 from ..core import Module, current_session
-from ..dto import Message, MessageRole
+from ..dto import History, Message, MessageRole
 from ..errors import EmptyMemory, InvalidArgument
 from .prompt import Prompt
 
@@ -97,6 +97,60 @@ class Memory:
     def __repr__(self) -> str:
         return f"Memory(size={self._size}, messages={len(self.data)})"
 
+    # --- kept in a session store (see `promptimus.core.stored_conversation`) ---------------
+
+    def fork(self, record: Callable[[Any], None]) -> RecordedMemory:
+        """A copy whose every change is also handed to `record`, as JSON-ready data."""
+        copy = RecordedMemory(self._size, record)
+        copy.data = deque(self.data)
+        return copy
+
+    def replay(self, change: Any) -> None:
+        """Apply a change a `RecordedMemory` recorded."""
+        match change:
+            case ["extend", list(messages)]:
+                self.extend(History.validate_python(messages))
+            case ["reset"]:
+                self.reset()
+            case ["drop_last", int(n)]:
+                self.drop_last(n)
+            case ["replace_last", dict(message)]:
+                if self.data:  # the message it replaced may be gone from a trimmed log
+                    self.replace_last(Message.model_validate(message))
+            case _:
+                raise ValueError(f"not a memory change: {str(change)[:80]!r}")
+
+
+class RecordedMemory(Memory):
+    """A memory's copy inside one turn of a stored conversation: each change is applied and
+    recorded, so the turn can write it to the store once it succeeds. (Changes made by
+    assigning to `.data` directly are not recorded.)"""
+
+    def __init__(self, size: int, record: Callable[[Any], None]) -> None:
+        super().__init__(size)
+        self._record = record
+
+    def extend(self, history: Iterable[Message]) -> Self:
+        history = list(history)
+        if history:
+            dumped = History.dump_python(history, mode="json", exclude_defaults=True)
+            self._record(["extend", dumped])
+        return super().extend(history)
+
+    def replace_last(self, message: Message) -> Self:
+        if self.data:
+            self._record(["replace_last", message.model_dump(mode="json", exclude_defaults=True)])
+        return super().replace_last(message)
+
+    def drop_last(self, n: int = 1) -> Self:
+        if n > 0 and self.data:
+            self._record(["drop_last", n])
+        return super().drop_last(n)
+
+    def reset(self) -> None:
+        self._record(["reset"])
+        super().reset()
+
 
 def as_messages(history: list[Message] | Message | str, role: MessageRole | str) -> list[Message]:
     if isinstance(history, str):
@@ -135,7 +189,10 @@ class MemoryModule(Module):
         if session is None:
             return self._memory
         base = self._memory  # sessions key on the Memory, so shared memories stay shared
-        return session.state(base, lambda: Memory(base.size))
+        if session.store is None:
+            return session.state(base, lambda: Memory(base.size))
+        # a store keeps it under the module's path (see `promptimus.sessions`)
+        return session.state(base, lambda: Memory(base.size), key=self.path)
 
     @memory.setter
     def memory(self, memory: Memory) -> None:
