@@ -277,7 +277,8 @@ class PostgresSessionStore:
             async with pool.connection(timeout=self.timeout) as db:
                 return await body(db)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            raise self._error(exc, what) from None
+            error = self._error(exc, what)
+        raise error  # outside the except block: no chained driver error that may quote the URL
 
     async def _pool(self) -> AsyncConnectionPool[Any]:
         loop = asyncio.get_running_loop()
@@ -317,12 +318,14 @@ class PostgresSessionStore:
                 for statement in _SCHEMA:
                     await db.execute(statement)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
-            await pool.close()
-            raise self._error(exc, "connect") from None
+            error = self._error(exc, "connect")
         except BaseException:
             await pool.close()
             raise
-        return pool
+        else:
+            return pool
+        await pool.close()
+        raise error  # outside the except block: no chained driver error that may quote the URL
 
     def _error(self, exc: BaseException, what: str) -> SessionStoreError:
         import psycopg

@@ -217,7 +217,8 @@ class RedisSessionStore:
         try:
             return await command(client)
         except (RedisError, OSError) as exc:
-            raise self._error(exc, what) from None
+            error = self._error(exc, what)
+        raise error  # outside the except block: no chained driver error that may quote the URL
 
     def _client(self) -> _Client:
         loop = asyncio.get_running_loop()
