@@ -308,7 +308,7 @@ class PostgresSessionStore:
             max_size=self.max_size,
             open=False,
             timeout=self.timeout,
-            kwargs={"autocommit": True, "connect_timeout": max(1, math.ceil(self.timeout))},
+            kwargs={"autocommit": True, "connect_timeout": self._connect_timeout},
             name="promptimus-sessions",
         )
         try:
@@ -320,11 +320,11 @@ class PostgresSessionStore:
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             error = self._error(exc, "connect")
         except BaseException:
-            await pool.close()
+            await self._close(pool)
             raise
         else:
             return pool
-        await pool.close()
+        await self._close(pool)
         raise error  # outside the except block: no chained driver error that may quote the URL
 
     def _error(self, exc: BaseException, what: str) -> SessionStoreError:
@@ -357,4 +357,14 @@ class PostgresSessionStore:
         """Close the pool of the running event loop (a later use opens a new one)."""
         pool = self._pools.pop(asyncio.get_running_loop(), None)
         if pool is not None:
-            await pool.close()
+            await self._close(pool)
+
+    async def _close(self, pool: AsyncConnectionPool[Any]) -> None:
+        # Longer than a connection attempt may take: a pool worker still connecting when the
+        # wait ends would be left running, and it survives the loop's shutdown (it swallows
+        # the cancellation), so the process could not exit.
+        await pool.close(timeout=self._connect_timeout + 5)
+
+    @property
+    def _connect_timeout(self) -> int:
+        return max(1, math.ceil(self.timeout))
