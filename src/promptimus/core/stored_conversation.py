@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import json
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from ..errors import SessionStateError, SessionStoreCorrupt
@@ -32,12 +32,13 @@ FORMAT_VERSION = 1
 
 
 class StoredState(Protocol):
-    """What a value kept in a stored session does: replay a change read from the store, and
-    give a copy of itself whose changes are handed (as JSON-ready data) to `record`."""
+    """What a value kept in a stored session does: replay changes read from the store (oldest
+    first), and give a copy of itself whose changes are handed, as JSON-ready data, to
+    `record`."""
 
     def fork(self, record: Callable[[Any], None]) -> Self: ...
 
-    def replay(self, change: Any) -> None: ...
+    def replay(self, changes: Sequence[Any]) -> None: ...
 
 
 class StoredConversation:
@@ -70,8 +71,7 @@ class StoredConversation:
         value = self.values.get(key)
         if value is None:
             value = factory()
-            for change in self.unclaimed.pop(key, ()):
-                self._replay(value, change, key)
+            self._replay(value, self.unclaimed.pop(key, []), key)  # the whole log at once
             self.values[key] = value
         return value
 
@@ -133,11 +133,11 @@ class StoredConversation:
         if value is None:
             self.unclaimed.setdefault(key, []).append(change)
         else:
-            self._replay(value, change, key)
+            self._replay(value, [change], key)
 
-    def _replay(self, value: StoredState, change: Any, key: str) -> None:
+    def _replay(self, value: StoredState, changes: list[Any], key: str) -> None:
         try:
-            value.replay(change)
+            value.replay(changes)
         except (ValueError, TypeError, KeyError, IndexError) as exc:
             raise SessionStoreCorrupt(
                 f"{self.store!r}: a change to {key} in session {self.session_id!r} cannot be "

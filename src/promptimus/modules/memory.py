@@ -4,7 +4,7 @@ and `ResetMemoryContext` (clear every memory in one or more trees)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Self
 
 from ..core import Module, current_session
@@ -105,20 +105,42 @@ class Memory:
         copy.data = deque(self.data)
         return copy
 
-    def replay(self, change: Any) -> None:
-        """Apply a change a `RecordedMemory` recorded."""
-        match change:
-            case ["extend", list(messages)]:
-                self.extend(History.validate_python(messages))
-            case ["reset"]:
-                self.reset()
-            case ["drop_last", int(n)]:
-                self.drop_last(n)
-            case ["replace_last", dict(message)]:
-                if self.data:  # the message it replaced may be gone from a trimmed log
-                    self.replace_last(Message.model_validate(message))
-            case _:
-                raise ValueError(f"not a memory change: {str(change)[:80]!r}")
+    def replay(self, changes: Sequence[Any]) -> None:
+        """Apply changes a `RecordedMemory` recorded, oldest first. Only what the window can
+        still hold is decoded: appends that fill it make everything before them irrelevant."""
+        for change in changes[self._replay_start(changes) :]:
+            match change:
+                case ["extend", list(messages)]:
+                    if len(messages) > self._size:  # the rest would be evicted at once
+                        messages = messages[len(messages) - self._size :]
+                    self.extend(History.validate_python(messages))
+                case ["reset"]:
+                    self.reset()
+                case ["drop_last", int(n)]:
+                    self.drop_last(n)
+                case ["replace_last", dict(message)]:
+                    if self.data:  # the message it replaced may be gone from a trimmed log
+                        self.replace_last(Message.model_validate(message))
+                case _:
+                    raise ValueError(f"not a memory change: {str(change)[:80]!r}")
+
+    def _replay_start(self, changes: Sequence[Any]) -> int:
+        """Where replaying `changes` may start and still end in the same window: at the last
+        reset, or where the appends after it reach `size` messages (the window of a run of
+        appends is the last `size` messages, less the tool results leading it, whatever it
+        held before)."""
+        appended = 0
+        for index in range(len(changes) - 1, -1, -1):
+            match changes[index]:
+                case ["extend", list(messages)]:
+                    appended += len(messages)
+                    if appended >= self._size:
+                        return index
+                case ["reset"]:
+                    return index
+                case _:
+                    return 0  # a drop or replace depends on what came before: all of it
+        return 0
 
 
 class RecordedMemory(Memory):
