@@ -52,11 +52,11 @@ IN_FLIGHT_PER_WORKER = 32
 Turn = Callable[[int], Awaitable[object]]
 
 
-def make_store(kind: str, target: str) -> Any:
+def make_store(kind: str, target: str, connections: int = 1) -> Any:
     if kind == "sqlite":
         return SQLiteSessionStore(target)
-    if kind == "postgres":
-        return PostgresSessionStore(target)
+    if kind == "postgres":  # a worker with many turns in flight opens its pool up front
+        return PostgresSessionStore(target, min_size=connections, max_size=max(connections, 10))
     return RedisSessionStore(target)
 
 
@@ -152,23 +152,22 @@ async def per_turn(base_url: str, targets: dict[str, str], turns: int, rounds: i
 
 async def worker(kind: str, target: str, index: int, conversations: int, base_url: str) -> None:
     """One worker process: waits for "go" on stdin, serves its turns, prints the seconds."""
-    store = make_store(kind, target)
     agent = make_agent(base_url)
-    await store.list_sessions()  # connected and ready
-    print("ready", flush=True)
-    await asyncio.to_thread(sys.stdin.readline)
-    limit = asyncio.Semaphore(IN_FLIGHT_PER_WORKER)
+    async with make_store(kind, target, connections=IN_FLIGHT_PER_WORKER // 2) as store:
+        await store.list_sessions()  # connected and ready
+        print("ready", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
+        limit = asyncio.Semaphore(IN_FLIGHT_PER_WORKER)
 
-    async def conversation(c: int) -> None:
-        for t in range(TURNS_PER_CONVERSATION):
-            if (c + t) % WORKERS == index:
-                async with limit, pm.Session(f"fleet-{c}", store=store):
-                    await agent(f"c{c} t{t}")
+        async def conversation(c: int) -> None:
+            for t in range(TURNS_PER_CONVERSATION):
+                if (c + t) % WORKERS == index:
+                    async with limit, pm.Session(f"fleet-{c}", store=store):
+                        await agent(f"c{c} t{t}")
 
-    start = time.perf_counter()
-    await asyncio.gather(*(conversation(c) for c in range(conversations)))
-    print(f"finished {time.perf_counter() - start:.3f}", flush=True)
-    await store.aclose()
+        start = time.perf_counter()
+        await asyncio.gather(*(conversation(c) for c in range(conversations)))
+        print(f"finished {time.perf_counter() - start:.3f}", flush=True)
 
 
 async def check(kind: str, target: str, conversations: int) -> tuple[int, int, int]:

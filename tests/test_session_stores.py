@@ -292,9 +292,36 @@ async def test_max_turns_keeps_the_newest_turns(make_store: Any) -> None:
         async with pm.Session("kim", store=store):
             await agent(f"m{n}")
     assert [t.seq for t in await store.load_turns("kim")] == [4, 5]
-    async with pm.Session("kim", store=store):
+    async with pm.Session("kim", store=make_store(max_turns=2)):  # a worker reading it anew
         reply = await chat_agent()("next")
     assert reply.content == "seen: m3 | m4 | next"
+    async with pm.Session("kim", store=store):  # this worker still has what it read
+        reply = await chat_agent()("last")
+    assert reply.content == "seen: m0 | m1 | m2 | m3 | m4 | next | last"
+
+
+async def test_a_new_session_per_request_reads_only_what_is_new(make_store: Any) -> None:
+    store = make_store()
+    reads: list[int] = []
+    load_turns = store.load_turns
+
+    async def counting(session_id: str, since: int = 0) -> Any:
+        turns = await load_turns(session_id, since)
+        reads.append(len(turns))
+        return turns
+
+    store.load_turns = counting
+    agent = chat_agent()
+    for n in range(4):
+        async with pm.Session("rob", store=store):  # a new Session each request, as a handler does
+            await agent(f"m{n}")
+    assert reads == [0, 1, 1, 1]  # after the first, only the last known turn comes back
+    assert (await agent_reply(store, "rob", "x")).content == "seen: m0 | m1 | m2 | m3 | x"
+
+
+async def agent_reply(store: Any, session_id: str, text: str) -> Message:
+    async with pm.Session(session_id, store=store):
+        return await chat_agent()(text)  # type: ignore[no-any-return]
 
 
 async def test_memory_size_still_bounds_what_is_sent(make_store: Any) -> None:
@@ -471,3 +498,11 @@ async def test_a_paused_run_resumes_once_across_workers(make_store: Any) -> None
     finally:
         set_resume_ledger(previous)
     assert done.output.content == "Done." and refunds == [5]
+
+
+async def test_a_store_closes_as_a_context_manager_and_reopens_on_use(backend: Any) -> None:
+    async with backend.make() as store:
+        async with pm.Session("sam", store=store):
+            await chat_agent()("hello")
+    assert await store.list_sessions() == ["sam"]  # a later use opens new connections
+    await store.aclose()

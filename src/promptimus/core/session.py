@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import InvalidSessionId, SessionStateError
-from .stored_conversation import StoredConversation, Turn
+from .stored_conversation import StoredConversation, Turn, stored_conversation
 
 if TYPE_CHECKING:
     from ..sessions.base import SessionStore
@@ -86,20 +86,28 @@ class Session:
     owner gives (a memory module's path).
     """
 
-    __slots__ = ("__weakref__", "_log", "_state", "name", "store")
+    __slots__ = ("__weakref__", "_state", "name", "store")
 
     def __init__(self, name: str | None = None, *, store: SessionStore | None = None) -> None:
         self.name = name
         self.store = store
         self._state: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
-        self._log: StoredConversation | None = None
         if store is not None:
             if name is None:
                 raise InvalidSessionId(
                     "A Session with a store needs a name: its id in the store "
                     '(pm.Session("alice", store=store)).'
                 )
-            self._log = StoredConversation(store, check_session_id(name))
+            check_session_id(name)
+
+    @property
+    def _log(self) -> StoredConversation | None:
+        """The stored conversation as this thread has read it so far: shared by every `Session`
+        of that id and store (a Session per request reads only what is new), None without a
+        store."""
+        if self.store is None:
+            return None
+        return stored_conversation(self.store, self.name)  # type: ignore[arg-type]
 
     def state(self, owner: Any, factory: Callable[[], T], key: str | None = None) -> T:
         """This session's state for `owner`, created with `factory()` on first use.
@@ -121,7 +129,7 @@ class Session:
                 "cannot keep it: pass key= (its module's path) to Session.state."
             )
         turn = _turn.get()
-        if turn is not None and turn.conversation is log:
+        if turn is not None and turn.belongs_to(log):
             return turn.value(key, owner, factory)  # type: ignore[no-any-return]
         if not log.loaded:
             raise SessionStateError(
@@ -134,9 +142,10 @@ class Session:
 
     async def load(self) -> Session:
         """Catch up with the store now (a module call does it at the start of every turn)."""
-        if self._log is None:
+        log = self._log
+        if log is None:
             raise SessionStateError(f"{self!r} has no store to load from.")
-        await self._log.refresh()
+        await log.refresh()
         return self
 
     @contextlib.asynccontextmanager
@@ -152,7 +161,7 @@ class Session:
         if log is None:
             raise SessionStateError(f"{self!r} has no store: its state needs no turns.")
         current = _turn.get()
-        if current is not None and current.conversation is log:
+        if current is not None and current.belongs_to(log):
             yield self  # already inside one of this conversation's turns
             return
         turn = Turn(log)
@@ -172,8 +181,9 @@ class Session:
         """Forget every conversation state this session holds in this process (a stored
         conversation is read again by the next turn; `await store.delete(id)` erases it)."""
         self._state.clear()
-        if self._log is not None:
-            self._log.forget()
+        log = self._log
+        if log is not None:
+            log.forget()
 
     def __enter__(self) -> Session:
         _stack.set((*_stack.get(), self))
@@ -205,7 +215,7 @@ def _pending_turn(session: Session) -> Session | None:
     if log is None:
         return None
     turn = _turn.get()
-    return None if turn is not None and turn.conversation is log else session
+    return None if turn is not None and turn.belongs_to(log) else session
 
 
 def _changed_outside_a_turn(change: Any) -> None:

@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import functools
 import json
+import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
@@ -162,6 +164,32 @@ class StoredConversation:
         return changes
 
 
+# Per thread (a loop runs in one thread, and this cache is not locked): the conversations read
+# lately, per store, so each request's new Session finds what earlier ones read.
+CACHED_CONVERSATIONS = 1024
+_cache = threading.local()
+
+
+def stored_conversation(store: SessionStore, session_id: str) -> StoredConversation:
+    """This thread's `StoredConversation` of `session_id` in `store` (the least recently used
+    of more than `CACHED_CONVERSATIONS` per store is dropped: read again when next used)."""
+    stores: weakref.WeakKeyDictionary[Any, OrderedDict[str, StoredConversation]] | None
+    stores = getattr(_cache, "stores", None)
+    if stores is None:
+        stores = _cache.stores = weakref.WeakKeyDictionary()
+    recent = stores.get(store)
+    if recent is None:
+        recent = stores[store] = OrderedDict()
+    conversation = recent.get(session_id)
+    if conversation is None:
+        conversation = recent[session_id] = StoredConversation(store, session_id)
+        if len(recent) > CACHED_CONVERSATIONS:
+            recent.popitem(last=False)
+    else:
+        recent.move_to_end(session_id)
+    return conversation
+
+
 class Turn:
     """One turn in progress: its own copy of each state it touched, and their changes."""
 
@@ -171,6 +199,14 @@ class Turn:
         self.conversation = conversation
         self.values: dict[str, StoredState] = {}
         self.changes: list[tuple[str, Any]] = []
+
+    def belongs_to(self, conversation: StoredConversation | None) -> bool:
+        """Whether this is a turn of `conversation` (the cache may hold a newer object for it)."""
+        return (
+            conversation is not None
+            and conversation.store is self.conversation.store
+            and conversation.session_id == self.conversation.session_id
+        )
 
     def value(self, key: str, owner: Any, factory: Callable[[], Any]) -> StoredState:
         value = self.values.get(key)

@@ -61,7 +61,8 @@ class SessionStore(Protocol):
         ...
 
     async def aclose(self) -> None:
-        """Close the store's connections (a later use opens new ones)."""
+        """Close the store's connections (a later use opens new ones). Every store is also an
+        async context manager that closes it on exit."""
         ...
 
 

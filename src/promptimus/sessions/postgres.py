@@ -22,7 +22,7 @@ import math
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ..errors import (
     OptionalDependencyMissing,
@@ -108,6 +108,10 @@ class PostgresSessionStore:
     - `timeout`: seconds to wait for a connection (to open one, or for a free one) before
       `SessionStoreUnavailable`.
     - `clock`: the time in seconds (`time.time`) used for `ttl`; every worker should agree.
+
+    Close it when done (`await store.aclose()`, or `async with store:`): a pool left open when
+    its event loop ends may have a maintenance task that ignores the loop's cancellation (a
+    psycopg_pool behaviour), and the process then cannot exit.
     """
 
     def __init__(
@@ -352,6 +356,12 @@ class PostgresSessionStore:
                 "accepts this user."
             )
         return SessionStoreError(f"{where} ({detail}).")
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def aclose(self) -> None:
         """Close the pool of the running event loop (a later use opens a new one)."""

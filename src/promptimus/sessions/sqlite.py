@@ -23,7 +23,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ..errors import (
     SessionStoreCorrupt,
@@ -346,6 +346,12 @@ class SQLiteSessionStore:
                 "exists and is writable."
             )
         return SessionStoreError(f"{where} ({type(exc).__name__}: {exc}).")
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
 
     async def aclose(self) -> None:
         self.close()
