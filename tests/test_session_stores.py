@@ -146,6 +146,31 @@ async def test_two_memory_modules_are_kept_under_their_paths_in_one_turn(
     assert keys == ["root.left", "root.right"]  # one turn holds both memories' changes
 
 
+async def test_a_rag_module_keeps_its_conversation_in_the_store(make_store: Any) -> None:
+    from promptimus.embedders import HashingEmbedder
+    from promptimus.modules.rag import RAGModule
+    from promptimus.vector_stores import InMemoryVectorStore
+
+    async def rag(llm: ScriptedLLM) -> RAGModule:
+        module = RAGModule(
+            system_prompt="Answer briefly.",
+            query_template="{context}\nQ: {question}",
+            vector_store=InMemoryVectorStore(),
+            embedder=HashingEmbedder(64),
+        ).with_llm(llm)
+        await module.retrieval.insert(["The Eiffel Tower is 330 metres tall."])
+        return module
+
+    store = make_store()
+    async with pm.Session("tom", store=store):
+        await (await rag(S(["330 metres."])))("How tall is the Eiffel Tower?")
+    later = S(["In Paris."])
+    async with pm.Session("tom", store=store):
+        await (await rag(later))("Where is it?")
+    ((sent, _),) = later.requests
+    assert [m.content for m in sent[1:3]] == ["How tall is the Eiffel Tower?", "330 metres."]
+
+
 async def test_sessions_never_see_each_other(make_store: Any) -> None:
     store = make_store()
     agent = chat_agent()
@@ -501,8 +526,12 @@ async def test_a_paused_run_resumes_once_across_workers(make_store: Any) -> None
 
 
 async def test_a_store_closes_as_a_context_manager_and_reopens_on_use(backend: Any) -> None:
-    async with backend.make() as store:
-        async with pm.Session("sam", store=store):
-            await chat_agent()("hello")
+    async with backend.make() as store, pm.Session("sam", store=store):
+        await chat_agent()("hello")
     assert await store.list_sessions() == ["sam"]  # a later use opens new connections
     await store.aclose()
+
+
+def test_store_takes_only_a_session_store() -> None:
+    with pytest.raises(pm.errors.InvalidArgument, match="session store"):
+        pm.Session("uma", store="sqlite:///app.db")  # type: ignore[arg-type]

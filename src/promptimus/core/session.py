@@ -28,7 +28,7 @@ import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..errors import InvalidSessionId, SessionStateError
+from ..errors import InvalidArgument, InvalidSessionId, SessionStateError
 from .stored_conversation import StoredConversation, Turn, stored_conversation
 
 if TYPE_CHECKING:
@@ -93,6 +93,11 @@ class Session:
         self.store = store
         self._state: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
         if store is not None:
+            if not all(callable(getattr(store, m, None)) for m in ("load_turns", "append_turn")):
+                raise InvalidArgument(
+                    f"store= takes a session store (promptimus.sessions: SQLiteSessionStore, "
+                    f"PostgresSessionStore, RedisSessionStore), got {type(store).__name__}."
+                )
             if name is None:
                 raise InvalidSessionId(
                     "A Session with a store needs a name: its id in the store "
