@@ -153,6 +153,9 @@ async def per_turn(base_url: str, targets: dict[str, str], turns: int, rounds: i
 async def worker(kind: str, target: str, index: int, conversations: int, base_url: str) -> None:
     """One worker process: waits for "go" on stdin, serves its turns, prints the seconds."""
     agent = make_agent(base_url)
+    # warm up outside any session: the first call imports the SDK and builds its client, which
+    # blocks the event loop long enough, on a busy machine, to time out waits for the pool
+    await agent("warm up")
     async with make_store(kind, target, connections=IN_FLIGHT_PER_WORKER // 2) as store:
         await store.list_sessions()  # connected and ready
         print("ready", flush=True)
