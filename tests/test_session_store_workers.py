@@ -17,7 +17,7 @@ from typing import Any
 from promptimus.testing import FakeOpenAIServer, Fault
 
 WORKER = Path(__file__).with_name("session_worker.py")
-HANG_GUARD = 300.0  # seconds: only so a broken run fails instead of hanging the suite
+HANG_GUARD = 600.0  # seconds: only so a broken run fails instead of hanging the suite
 
 
 def start_worker(backend: Any, server: FakeOpenAIServer, name: str, turns: int) -> Any:
@@ -77,9 +77,8 @@ def test_a_worker_killed_mid_turn_leaves_only_whole_turns_and_a_fresh_one_contin
         try:
             for n in range(3):
                 assert worker.stdout.readline().split() == ["done", str(n)]
-            deadline = time.monotonic() + HANG_GUARD
-            while server.in_flight == 0:  # the 4th turn has sent its request and waits
-                assert time.monotonic() < deadline and worker.poll() is None
+            while server.in_flight == 0:  # until the 4th turn has sent its request and waits
+                assert worker.poll() is None, "the worker ended before its 4th turn"
                 time.sleep(0.01)
             os.kill(worker.pid, signal.SIGKILL)
             worker.wait(timeout=HANG_GUARD)
