@@ -78,7 +78,7 @@ class SQLiteSessionStore:
 
     def __init__(
         self,
-        path: str | os.PathLike[str] = "sessions.db",
+        path: str | os.PathLike[str],
         *,
         max_turns: int | None = None,
         ttl: float | None = None,
