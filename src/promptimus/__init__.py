@@ -56,6 +56,7 @@ _SUBMODULES = {
     "ops",
     "common",
     "evals",
+    "sessions",
 }
 
 if TYPE_CHECKING:

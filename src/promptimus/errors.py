@@ -64,6 +64,9 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     ├── RunStateError
     │   └── RunStateMismatch · RunStateConsumed · MissingApproval
     ├── MCPError
+    ├── SessionStateError
+    ├── SessionStoreError
+    │   └── SessionStoreUnavailable · SessionStoreFull · SessionStoreCorrupt
     ├── BudgetExceeded
     ├── EvalError
     │   ├── DatasetError (ValueError)
@@ -609,6 +612,38 @@ class FakeServerError(PromptimusError):
 
 class InvalidEmbeddingDimensions(PromptimusError, ValueError):
     """An embedding was requested with fewer than one dimension."""
+
+
+# --- session stores: conversations kept in SQLite, PostgreSQL or Redis -------------------------
+
+
+class InvalidSessionId(InvalidArgument):
+    """A session id a store cannot keep as plain data (empty, not text, a NUL character, a lone
+    surrogate, or longer than `promptimus.core.session.MAX_SESSION_ID_CHARS`)."""
+
+
+class SessionStateError(PromptimusError):
+    """Conversation state of a `Session` with a store was used in a way the store cannot keep:
+    read before anything was loaded, changed outside a turn, or one memory shared by two
+    modules."""
+
+
+class SessionStoreError(PromptimusError):
+    """A session store failed; the message names the store (never the password in its URL)."""
+
+
+class SessionStoreUnavailable(SessionStoreError):
+    """The store cannot be reached or opened (server down, wrong address, timed out, a file
+    that cannot be created)."""
+
+
+class SessionStoreFull(SessionStoreError):
+    """The store refused a write for lack of room (disk full, Redis `maxmemory`)."""
+
+
+class SessionStoreCorrupt(SessionStoreError):
+    """What the store holds cannot be read as conversations (not a database of ours, a damaged
+    turn)."""
 
 
 # Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.

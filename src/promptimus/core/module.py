@@ -42,6 +42,7 @@ from ..errors import (
 from . import hooks
 from .hooks import RemovableHandle, active_interceptors, maybe_await
 from .parameters import UNSET, Parameter, copy_value, owner_path
+from .session import pending_turn, run_in_turn
 
 if TYPE_CHECKING:
     from ..protocols import EmbedderProtocol, LLMProtocol, RerankerProtocol, VectorStoreProtocol
@@ -74,6 +75,8 @@ def _wrap_forward(fn: Callable[..., Any], *, is_forward: bool = True) -> Callabl
     async def forward(self: Module, *args: Any, **kwargs: Any) -> Any:
         if is_forward and _active_module.get() is self and type(self).forward is not forward:
             return await fn(self, *args, **kwargs)  # a super().forward() call inside our own call
+        if pending_turn() is not None:  # the outermost call in a stored session: one turn
+            return await run_in_turn(forward, self, *args, **kwargs)
         if hooks.auto_probe is not None and "opentelemetry.trace" in sys.modules:
             hooks.step_auto_probe()
         token = _active_module.set(self)
