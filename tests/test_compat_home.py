@@ -145,7 +145,7 @@ async def test_todays_forms_do_not_warn_and_keep_todays_signatures() -> None:
 # the file and what it still serves there.
 NOT_YET_MOVED = {
     "agents/base_agent.py": "agent.predicor",
-    "modules/prompt.py": "Prompt(provider=...)",
+    "prompts/prompt.py": "Prompt(provider=...)",
     "tools/tool.py": "Tool.to_openai_function()",
 }
 
