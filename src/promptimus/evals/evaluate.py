@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -11,8 +10,8 @@ from .call_counter import CallCounter
 from .example import Example, example_list
 from .progress import open_progress
 from .report import EvalReport, EvalRow
-from .run_example import Metric, _run_one
-from .usage_collector import UsageTotals
+from .run_example import Metric
+from .runner import EvalJob, Runner, check_runner
 
 __all__ = ["Metric", "evaluate"]
 
@@ -25,6 +24,7 @@ async def evaluate(
     concurrency: int = 8,
     progress: bool = True,
     counter: CallCounter | None = None,
+    runner: Runner | None = None,
 ) -> EvalReport:
     """Call `await module(**example.inputs)` for every example — at most `concurrency` at once,
     each in its own `Session` — score each output with `metric(example, output)` (sync or async,
@@ -36,6 +36,8 @@ async def evaluate(
     optimizer's minibatch). With `counter`, the run reserves one call per example up front and
     raises `CallBudgetExceeded` before calling anything when they do not fit its `max_calls`.
     `progress` shows a tqdm bar on a terminal or in a notebook (see `promptimus.evals.progress`).
+    `runner` says where the examples run: in this process (the default, `InProcessRunner`) or on
+    workers (`promptimus.distributed.RayRunner`), with the same report either way.
     """
     examples = example_list(dataset, "evaluate's dataset")
     if not examples:
@@ -46,33 +48,25 @@ async def evaluate(
         )
     if not isinstance(concurrency, int) or isinstance(concurrency, bool) or concurrency < 1:
         raise InvalidArgument(f"concurrency must be a positive int, got {concurrency!r}.")
+    runner = check_runner(runner)
+    job = EvalJob(module, examples, metric, concurrency)
+    if counter is not None:
+        counter.check(len(examples))  # refuse before a runner starts anything
+    await runner.prepare(job)
     if counter is not None:
         counter.reserve(len(examples))
 
-    rows: list[EvalRow | None] = [None] * len(examples)
-    metric_usage = UsageTotals()
-    pending = iter(range(len(examples)))
     bar = open_progress(len(examples), progress)
     total, done = 0.0, 0
 
-    async def worker() -> None:
+    def on_row(row: EvalRow) -> None:
         nonlocal total, done
-        for index in pending:  # shared iterator: each index is taken by exactly one worker
-            row = await asyncio.create_task(
-                _run_one(module, metric, examples[index], index, metric_usage)
-            )
-            rows[index] = row
-            total += row.score
-            done += 1
-            bar.update(1)
-            bar.set_postfix_str(f"score={total / done:.3f}")
+        total += row.score
+        done += 1
+        bar.update(1)
+        bar.set_postfix_str(f"score={total / done:.3f}")
 
-    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(examples)))]
     try:
-        await asyncio.gather(*workers)
+        return await runner.run(job, on_row)
     finally:
-        for task in workers:
-            task.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
         bar.close()
-    return EvalReport([row for row in rows if row is not None], metric_usage)

@@ -1,13 +1,15 @@
-"""One example's run: call the module in its own `Session`, score the output, and make the row.
+"""The run of examples: call the module in a `Session` of its own, score the output, make the row.
 
-Every runner calls this, in this process or on another machine, so a row means the same
-wherever it was made (its usage is collected on `promptimus.observe.usage`, as everywhere)."""
+Every runner calls `run_examples`, in this process or in a worker on another machine, so a row
+means the same wherever it was made (its usage is collected on `promptimus.observe.usage`, as
+everywhere)."""
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeAlias
 
 from ..core import Session
@@ -32,9 +34,14 @@ async def _score(metric: Metric, example: Example, output: Any) -> Score:
     return as_score(result, metric)
 
 
-async def _run_one(
+__all__ = ["Metric", "run_example", "run_examples"]
+
+
+async def run_example(
     module: Any, metric: Metric, example: Example, index: int, metric_usage: UsageTotals
 ) -> EvalRow:
+    """`example`'s row (the module's or the metric's exception becomes the row's error); the
+    metric's own usage is added to `metric_usage`. `MetricResultError` is raised, not kept."""
     # Each example gets a fresh Session (its own memories) in its own task (its own context).
     output: Any = None
     started = time.perf_counter()
@@ -60,3 +67,37 @@ async def _run_one(
         finally:
             metric_usage.add(judged)
     return EvalRow(example, output, score.value, score.feedback, None, latency, usage)
+
+
+async def run_examples(
+    module: Any,
+    metric: Metric,
+    indexed: Sequence[tuple[int, Example]],
+    concurrency: int,
+    on_row: Callable[[EvalRow], None] | None = None,
+) -> tuple[list[EvalRow], UsageTotals]:
+    """The rows of `indexed` (`(dataset index, example)` pairs), in its order, and the metric's
+    usage: at most `concurrency` examples at once, each in a task of its own (its own context).
+    `on_row` is told of each row as it is made."""
+    rows: list[EvalRow | None] = [None] * len(indexed)
+    metric_usage = UsageTotals()
+    pending = iter(range(len(indexed)))
+
+    async def worker() -> None:
+        for position in pending:  # shared iterator: each example is taken by exactly one worker
+            index, example = indexed[position]
+            row = await asyncio.create_task(
+                run_example(module, metric, example, index, metric_usage)
+            )
+            rows[position] = row
+            if on_row is not None:
+                on_row(row)
+
+    workers = [asyncio.create_task(worker()) for _ in range(min(concurrency, len(indexed)))]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for task in workers:
+            task.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+    return [row for row in rows if row is not None], metric_usage
