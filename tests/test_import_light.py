@@ -8,7 +8,17 @@ import sys
 
 import pytest
 
-HEAVY = ["openai", "chromadb", "httpx", "numpy", "opentelemetry", "tomlkit", "tqdm", "mcp"]
+HEAVY = [
+    "openai",
+    "chromadb",
+    "httpx",
+    "numpy",
+    "opentelemetry",
+    "tomlkit",
+    "tqdm",
+    "mcp",
+    "ray",
+]
 
 
 def imported_after(code: str) -> list[str]:
@@ -47,6 +57,8 @@ def imported_after(code: str) -> list[str]:
         "import promptimus.mcp",
         "import promptimus.mcp.serve_command",
         "import promptimus.tools.tool",
+        "from promptimus.distributed import RayRunner; RayRunner(num_workers=2)",
+        "from promptimus.evals import Runner, InProcessRunner, evaluate",
     ],
 )
 def test_import_pulls_in_no_heavy_dependency(code: str) -> None:
@@ -185,3 +197,23 @@ def test_the_llm_wrappers_stay_light_and_sqlite_loads_only_for_sqlite_cache() ->
     seen = subprocess.run([sys.executable, "-c", used], capture_output=True, text=True, timeout=60)
     assert seen.returncode == 0, seen.stderr
     assert seen.stdout.strip().splitlines()[-1] == "true"
+
+
+def test_import_promptimus_never_imports_the_ray_runner() -> None:
+    probe = (
+        "import sys, promptimus, promptimus.evals, promptimus.optim\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('promptimus.distributed', 'ray'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    # the probe can see Ray: a runner imports it when it first prepares, and not before
+    used = (
+        "from promptimus.distributed.ray_runner import _ray\n_ray()\n"
+        "import sys\nprint('ray' in sys.modules)\n"
+    )
+    seen = subprocess.run([sys.executable, "-c", used], capture_output=True, text=True, timeout=60)
+    assert seen.returncode == 0, seen.stderr
+    assert seen.stdout.strip().splitlines()[-1] == "True"
