@@ -6,16 +6,22 @@ pass `pickle` itself, the rule multiprocessing and caches hold it to, so a lambd
 in the tree is refused here, naming where it is, instead of being copied by value with whatever
 it captured. Once it passes, the bytes are written with cloudpickle (Ray's), which also carries
 classes and functions defined in a script or a notebook (`__main__`), where the workers could
-not import them. The metric and `setup` are functions: they travel by cloudpickle alone.
+not import them. Such a class travels by value with its `forward`, which `Module` wrapped in its
+call path (hooks, tracing); the wrapper is not sent but made again on the worker around the
+user's function, so it uses that process's own call path. The metric and `setup` are functions:
+they travel by cloudpickle alone.
 """
 
 from __future__ import annotations
 
+import io
 import pickle
+import types
 from collections.abc import Iterator
 from typing import Any
 
 from ..core import Module, Parameter
+from ..core.module import _wrap_forward
 from ..errors import ModuleNotPicklable, NotPicklable
 
 __all__ = ["function_bytes", "module_bytes", "providers_left_behind"]
@@ -24,10 +30,20 @@ __all__ = ["function_bytes", "module_bytes", "providers_left_behind"]
 _INTERNAL = frozenset({"_parameters", "_submodules", "_owners", "_providers"})
 
 
-def _cloudpickle() -> Any:
+def _dumps(value: Any) -> bytes:
     from ray import cloudpickle
 
-    return cloudpickle
+    class Pickler(cloudpickle.Pickler):  # type: ignore[misc, name-defined]
+        def reducer_override(self, obj: Any) -> Any:
+            if isinstance(obj, types.FunctionType) and getattr(
+                obj, "__promptimus_wrapped__", False
+            ):
+                return _wrap_forward, (obj.__wrapped__,)
+            return super().reducer_override(obj)
+
+    buffer = io.BytesIO()
+    Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(value)
+    return buffer.getvalue()
 
 
 def _describe(value: Any) -> str:
@@ -74,7 +90,7 @@ def module_bytes(module: Module, what: str = "module") -> bytes:
             "files and other live objects in `setup`, which runs on each worker."
         )
     try:
-        return _cloudpickle().dumps(module)  # type: ignore[no-any-return]
+        return _dumps(module)
     except Exception as exc:  # pickle took it, so this is rare: say what cloudpickle said
         raise ModuleNotPicklable(
             f"The {what} ({type(module).__name__}) cannot travel to the workers: "
@@ -85,7 +101,7 @@ def module_bytes(module: Module, what: str = "module") -> bytes:
 def function_bytes(fn: Any, what: str) -> bytes:
     """`fn` (the metric, `setup`) pickled for the workers, or `NotPicklable` naming it."""
     try:
-        return _cloudpickle().dumps(fn)  # type: ignore[no-any-return]
+        return _dumps(fn)
     except Exception as exc:
         raise NotPicklable(
             f"The {what} ({_describe(fn)}) cannot travel to the workers: "
