@@ -52,6 +52,9 @@ from .worker import BatchResult, EvalWorker
 
 __all__ = ["RayRunner", "Setup"]
 
+_BATCHES_PER_WORKER = 8  # at least, when the run is large enough to cut that fine
+_MAX_BATCH = 64
+
 Setup = Callable[[Any], Any]
 
 
@@ -102,11 +105,10 @@ class _Shipment:
 
 
 class _Slot:
-    """One worker place: its actor, and the evaluation whose values it holds."""
+    """One worker place: its actor (a new one after a death)."""
 
     def __init__(self, actor: Any) -> None:
         self.actor = actor
-        self.version: int | None = None
         self.alive = True
 
 
@@ -282,8 +284,6 @@ class RayRunner:
             return
         ray = _ray()
         payload = [ray.put(part) if part is not None else None for part in shipment.payload]
-        for slot in slots:
-            slot.version = None
         calls = [slot.actor.install.remote(*payload) for slot in slots]
         try:
             async with asyncio.timeout(self.start_timeout):
@@ -322,9 +322,15 @@ class RayRunner:
     # --- run -------------------------------------------------------------------------------
 
     def _batches(self, job: EvalJob) -> list[_Batch]:
+        """Batches of about `concurrency` examples (fewer for small runs, so each worker gets
+        some; more for large ones, up to 64, so the round trips stay few)."""
         indexed = list(enumerate(job.examples))
         workers = max(1, len(self._slots))
-        size = self.batch_size or max(1, min(job.concurrency, math.ceil(len(indexed) / workers)))
+        size = self.batch_size or min(
+            max(job.concurrency, math.ceil(len(indexed) / (workers * _BATCHES_PER_WORKER))),
+            _MAX_BATCH,
+            math.ceil(len(indexed) / workers),
+        )
         return [
             _Batch(number, indexed[start : start + size])
             for number, start in enumerate(range(0, len(indexed), size))
@@ -340,7 +346,8 @@ class RayRunner:
         ray = _ray()
         self._versions += 1
         version = self._versions
-        state = ray.put(job.module.state_dict())
+        # inside a list, so Ray does not resolve it for every batch: a worker fetches it once
+        values = [ray.put(job.module.state_dict())]
         batches = self._batches(job)
         queue: deque[_Batch] = deque(batches)
         results: dict[int, BatchResult] = {}
@@ -353,15 +360,14 @@ class RayRunner:
                     await wake.wait()  # a lost batch may come back, or the run may end
                     continue
                 batch = queue.popleft()
-                values = state if slot.version != version else None
                 try:
                     result: BatchResult = await slot.actor.run_batch.remote(
                         version, values, batch.indexed, job.concurrency
                     )
                 except ray.exceptions.RayActorError:
                     batch.attempts += 1
-                    self._stop(slot)
                     if batch.attempts >= self.max_attempts:
+                        self._stop(slot)
                         raise WorkerLost(
                             f"The worker running {batch.names()} died {batch.attempts} times; "
                             "something in them ends the process (a crash, os._exit, memory). "
@@ -369,13 +375,12 @@ class RayRunner:
                         ) from None
                     queue.append(batch)
                     wake.set()
-                    slot = await self._replace(slot)
+                    await self._revive(slot)
                     continue
                 except ray.exceptions.RayError as exc:
                     raise RunnerError(
                         f"A worker failed running {batch.names()}: {_describe(exc)}."
                     ) from None
-                slot.version = version
                 if result.metric_error is not None:
                     raise MetricResultError(result.metric_error)
                 results[batch.number] = result
@@ -384,7 +389,9 @@ class RayRunner:
                 wake.set()
             wake.set()
 
-        drivers = [asyncio.create_task(drive(slot)) for slot in list(self._slots)]
+        # one batch per worker at a time: when a worker dies, the batch it ran is the one to
+        # blame (and to count an attempt against), never one that only waited in its queue
+        drivers = [asyncio.create_task(drive(slot)) for slot in self._slots]
         try:
             done, _ = await asyncio.wait(drivers, return_when=asyncio.FIRST_EXCEPTION)
             for task in done:
@@ -401,14 +408,18 @@ class RayRunner:
             metric_usage.add(results[batch.number].metric_usage)
         return EvalReport(rows, metric_usage)
 
-    async def _replace(self, dead: _Slot) -> _Slot:
-        """A new worker in `dead`'s place, holding the module."""
+    async def _revive(self, slot: _Slot) -> None:
+        """A new worker, holding the module, in the place of `slot`'s dead one."""
         assert self._shipment is not None
+        self._stop(slot)
         fresh = _Slot(self._start_actor())
-        await self._install([fresh], self._shipment)
-        self._slots = [fresh if slot is dead else slot for slot in self._slots]
+        try:
+            await self._install([fresh], self._shipment)
+        except BaseException:  # cancelled with the run, or failed: no worker left behind
+            self._stop(fresh)
+            raise
+        slot.actor, slot.alive = fresh.actor, True
         self.restarts += 1
-        return fresh
 
     # --- lifetime --------------------------------------------------------------------------
 

@@ -91,17 +91,19 @@ class EvalWorker:
     async def run_batch(
         self,
         version: int,
-        state: dict[str, Any] | None,
+        values: list[Any],
         indexed: list[tuple[int, Example]],
         concurrency: int,
     ) -> BatchResult:
-        """Run `indexed` (`(dataset index, example)` pairs) with the values of `state`, sent
-        with the first batch of each evaluation (`version`) and kept for the next ones."""
+        """Run `indexed` (`(dataset index, example)` pairs) with the parameter values of
+        evaluation `version`: `values[0]`, a state dict or a Ray reference to one, fetched and
+        loaded at the first batch of each evaluation only."""
         if self._module is None:
             raise RuntimeError("this worker holds no module: install() did not succeed")
         if version != self._version:
-            if state is None:
-                raise RuntimeError(f"batch of evaluation {version} came without its values")
+            state = values[0]
+            if inspect.isawaitable(state):
+                state = await state
             self._module.load_state_dict(state)
             self._version = version
         try:
