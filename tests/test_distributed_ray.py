@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import functools
 import importlib
+import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -191,6 +193,58 @@ async def test_fit_on_workers_matches_fit_in_process_and_keeps_the_budget(
     assert remote_task.instr.prompt.value == PARTIAL
     assert remote.calls == local.calls == remote_calls == local_calls == budget
     assert remote.usage == local.usage and remote.usage.total_tokens > 0
+
+
+NOTEBOOK = """
+import asyncio, json, sys
+from promptimus import Module
+from promptimus.distributed import RayRunner
+from promptimus.evals import Example, evaluate
+
+class Shout(Module):  # defined in __main__, as in a notebook: the workers cannot import it
+    async def forward(self, text):
+        return text.upper() + "!"
+
+class Polite(Shout):
+    async def forward(self, text):
+        return "please, " + await super().forward(text)
+
+def metric(example, output):
+    return float(output == example.expected)
+
+async def main():
+    data = [Example({"text": w}, expected=f"please, {w.upper()}!") for w in ("a", "bc", "def")]
+    with RayRunner(address=sys.argv[1], num_workers=1) as runner:
+        report = await evaluate(Polite(), data, metric, runner=runner, progress=False)
+    print(json.dumps({"score": report.score, "rows": [[r.output, r.error] for r in report.rows]}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_script_joins_the_cluster_by_address_with_classes_defined_in_main(
+    cluster: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    import ray
+
+    script = tmp_path / "notebook.py"
+    script.write_text(NOTEBOOK, encoding="utf-8")
+    address = ray.get_runtime_context().gcs_address
+    env = {**os.environ, "RAY_ENABLE_UV_RUN_RUNTIME_ENV": "0"}
+    done = subprocess.run(
+        [sys.executable, str(script), address],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result == {
+        "score": 1.0,
+        "rows": [["please, A!", None], ["please, BC!", None], ["please, DEF!", None]],
+    }
 
 
 class Crashing(Task):
