@@ -29,12 +29,13 @@ from promptimus.distributed import RayRunner
 from promptimus.dto import Message
 from promptimus.errors import (
     InvalidArgument,
+    MetricResultError,
     ModuleNotPicklable,
     OptionalDependencyMissing,
     WorkerLost,
     WorkerSetupFailed,
 )
-from promptimus.evals import CallCounter, EvalReport, Example, evaluate
+from promptimus.evals import CallCounter, EvalReport, Example, LLMJudge, Score, evaluate
 from promptimus.llms.openai import OpenAILike
 from promptimus.optim import Reflective, fit
 from promptimus.testing import FakeOpenAIServer
@@ -47,8 +48,12 @@ EVALUATE = importlib.import_module(
 
 def answer(body: dict[str, Any]) -> str:
     """The student does what its system prompt says (see optim_task); the teacher proposes
-    PARTIAL for the baseline and GOOD for PARTIAL, so training takes two accepted steps."""
+    PARTIAL for the baseline and GOOD for PARTIAL, so training takes two accepted steps; the
+    judge gives full marks to an output in uppercase."""
     text = body["messages"][0]["content"]
+    if body["model"] == "judge":
+        output = body["messages"][-1]["content"].rsplit("## Output\n", 1)[-1].strip()
+        return json.dumps({"score": float(output.isupper()), "feedback": "in capitals?"})
     if body["model"] == "teacher":
         return fence(GOOD) if PARTIAL.split(":")[0] in text else fence(PARTIAL)
     word = text.rsplit(":", 1)[-1].strip()
@@ -130,33 +135,58 @@ class Bars:
         return bar
 
 
+def picky(example: Example, output: Message) -> Score:
+    """The task's metric, which raises on one example: a metric error is that row's error."""
+    if example.inputs.get("text") == "unscorable":
+        raise ValueError("cannot score this one")
+    return metric(example, output)
+
+
+def attach_judge(judge: Module) -> Module:
+    return judge.with_llm(pm.llms.resolve("openai:judge"))
+
+
 async def test_reports_equal_in_process_ones_and_workers_keep_their_module(
     srv: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    data = dataset()
+    # 12 words, an example the module raises on (no `text` input), one the metric raises on
+    data = [*dataset(), Example({"txt": "oops"}, "OOPS"), Example({"text": "unscorable"}, "X")]
+    judge = LLMJudge("Full marks for an answer in uppercase.")
     task = Task(llm(srv, "student"))
-    local = await evaluate(task, data, metric, progress=False)
+    local = await evaluate(task, data, picky, progress=False)
+    local_judged = await evaluate(task, data[:4], judge.with_llm(llm(srv, "judge")), progress=False)
     task.instr.prompt.value = GOOD
-    local_good = await evaluate(task, data, metric, progress=False)
+    local_good = await evaluate(task, data, picky, progress=False)
     task.instr.prompt.value = BASELINE
     bars = Bars()
     monkeypatch.setattr(EVALUATE, "open_progress", bars)
     log = tmp_path / "installs"
     setup = functools.partial(attach_and_log, str(log))
-    with RayRunner(num_workers=2, setup=setup, batch_size=3) as runner:
-        remote = await evaluate(task, data, metric, runner=runner)
+    runner = RayRunner(num_workers=2, setup=setup, metric_setup=attach_judge, batch_size=3)
+    with runner:
+        remote = await evaluate(task, data, picky, runner=runner)
         task.instr.prompt.value = GOOD  # new values travel as a state dict, not a new module
-        remote_good = await evaluate(task, data, metric, runner=runner)
+        remote_good = await evaluate(task, data, picky, runner=runner)
+        installs = log.read_text().split()
+        task.instr.prompt.value = BASELINE
+        remote_judged = await evaluate(task, data[:4], judge, runner=runner)
+        with pytest.raises(MetricResultError, match=r"returned the score 2\.0"):
+            await evaluate(task, data, lambda example, output: 2.0, runner=runner)
 
-    assert rows_of(remote) == rows_of(local) and remote.score == local.score == 4 / 12
-    assert rows_of(remote_good) == rows_of(local_good) and remote_good.score == 1.0
-    assert remote.usage == local.usage and remote.usage.requests == len(data)
-    assert remote.metric_usage == local.metric_usage
-    installs = log.read_text().split()
+    assert rows_of(remote) == rows_of(local) and remote.score == local.score == 4 / 14
+    assert [row.error for row in remote.errors] == [
+        "TypeError: Task.forward() got an unexpected keyword argument 'txt'",
+        "metric: ValueError: cannot score this one",
+    ]
+    assert rows_of(remote_good) == rows_of(local_good) and remote_good.score == 12 / 14
+    assert remote.usage == local.usage and remote.usage.requests == 13
+    assert rows_of(remote_judged) == rows_of(local_judged)
+    assert remote_judged.metric_usage == local_judged.metric_usage  # summed over both workers
+    assert remote_judged.metric_usage.requests == 4
     assert len(installs) == len(set(installs)) == 2  # once per worker, not per batch or run
     assert str(os.getpid()) not in installs
-    assert bars.opened == [(12, [1] * 12), (12, [1] * 12)]  # one bar per run, every row once
-    assert student_requests(srv) == 4 * len(data)
+    assert set(log.read_text().split()) == set(installs)  # a new metric: same workers
+    assert bars.opened[:2] == [(14, [1] * 14), (14, [1] * 14)]  # one bar a run, each row once
 
 
 async def test_fit_on_workers_matches_fit_in_process_and_keeps_the_budget(

@@ -123,7 +123,8 @@ class RayRunner:
     - `address`: the Ray cluster to join (`"auto"`, `"ray://head:10001"`) when Ray is not
       initialised yet; None starts a local Ray. A runner that started Ray shuts it down on
       `close()`.
-    - `metric_setup(metric)`: the same for a metric that is a module (an `LLMJudge`).
+    - `metric_setup(metric)`: the same for a metric that is a module (an `LLMJudge`); a metric
+      that is a plain function travels as it is.
     - `batch_size`: examples per batch (default: evaluate's `concurrency`, fewer for small
       runs so every worker gets some). `concurrency` is per worker: each runs that many of its
       batch's examples at once.
@@ -237,7 +238,8 @@ class RayRunner:
             metric_bytes = module_bytes(metric, "metric")
         else:
             metric_bytes = function_bytes(metric, "metric")
-        setup, metric_setup = self.setup, self.metric_setup
+        setup = self.setup
+        metric_setup = self.metric_setup if isinstance(metric, Module) else None
         payload = (
             module_bytes(module),
             None if setup is None else function_bytes(setup, "setup"),
