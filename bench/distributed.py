@@ -144,7 +144,9 @@ async def main() -> None:
 
     print()
     base = results["cpu"]["in process"]
-    print(f"CPU-bound metric, {args.rows} rows ({args.burn_ms:g} ms CPU each):")
+    work = args.rows * args.burn_ms / 1000
+    print(f"CPU-bound metric, {args.rows} rows ({args.burn_ms:g} ms CPU each, {work:.1f} s of CPU")
+    print(f"work; in process it took {base / work:.2f}x that: the rest is the machine's load):")
     for name, seconds in results["cpu"].items():
         print(f"  {name:<16} {seconds:7.2f} s   ratio {seconds / base:5.2f}   "
               f"speed-up {base / seconds:4.2f}x")  # fmt: skip
