@@ -1,10 +1,11 @@
 """evaluate() in process vs on Ray workers (`RayRunner`), on this machine.
 
     uv run python bench/distributed.py [--rows 200] [--burn-ms 20] [--trivial-rows 2000]
-                                       [--repeats 3] [--cpus 2]
+                                       [--repeats 3]
 
-Two evaluations, each timed (median of `--repeats`) in process, then with `RayRunner` and 1 and 2
-workers, with the ratio of each to the in-process wall time measured in the same run:
+Two evaluations, each timed (median of `--repeats` interleaved rounds) in process and with
+`RayRunner` and 1 and 2 workers, with the ratio of each to the in-process wall time of the same
+run:
 
 - CPU-bound: the module echoes its input and the metric burns `--burn-ms` of CPU per row (a
   hash loop calibrated at start), as a metric that runs generated code or parses documents
@@ -13,9 +14,11 @@ workers, with the ratio of each to the in-process wall time measured in the same
 - trivial: the same with a metric that compares two strings, so the time is the runner's own:
   the per-example overhead is (wall time - in-process wall time) / rows.
 
-Ray starts once (`ray.init(num_cpus=--cpus)`) and each runner runs a warm-up evaluation before
-it is timed, so worker start-up (printed apart) is not in the ratios. The module and the metric
-are defined in this script (`__main__`): they travel to the workers by value.
+Ray starts once and each runner runs a warm-up evaluation before the rounds, so `ray.init` and
+worker start-up (printed apart) are not in the ratios. On a shared machine the in-process line
+says how much other work stretched a run: every figure is stretched alike, the ratios less so.
+The module and the metric are defined in this script (`__main__`): they travel to the workers
+by value.
 """
 
 from __future__ import annotations
@@ -82,14 +85,12 @@ def rows(n: int) -> list[Example]:
     return [Example({"text": f"row {i}"}, expected=f"row {i}") for i in range(n)]
 
 
-async def timed(run: Callable[[], Awaitable[Any]], repeats: int) -> float:
-    times = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        report = await run()
-        times.append(time.perf_counter() - started)
-        assert report.score == 1.0 and not report.errors, report
-    return statistics.median(times)
+async def once(run: Callable[[], Awaitable[Any]]) -> float:
+    started = time.perf_counter()
+    report = await run()
+    elapsed = time.perf_counter() - started
+    assert report.score == 1.0 and not report.errors, report
+    return elapsed
 
 
 async def main() -> None:
@@ -98,7 +99,6 @@ async def main() -> None:
     parser.add_argument("--burn-ms", type=float, default=20.0)
     parser.add_argument("--trivial-rows", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--cpus", type=int, default=2)
     args = parser.parse_args()
 
     import ray
@@ -112,36 +112,45 @@ async def main() -> None:
     print(f"cores: {os.cpu_count()}, load average: {os.getloadavg()[0]:.1f}")
     print(f"metric: {rounds} hash rounds = {args.burn_ms:g} ms CPU per row (calibrated)")
 
-    results: dict[str, dict[str, float]] = {"cpu": {}, "trivial": {}}
-    results["cpu"]["in process"] = await timed(
-        lambda: evaluate(module, cpu_data, burning, progress=False), args.repeats
-    )
-    results["trivial"]["in process"] = await timed(
-        lambda: evaluate(module, light_data, trivial, progress=False), args.repeats
-    )
-
     with tempfile.TemporaryDirectory(prefix="ray", dir="/tmp") as temp:
         started = time.perf_counter()
-        ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, _temp_dir=temp)
+        # three logical CPUs for the two runners' three workers; only one runner works at a time
+        ray.init(num_cpus=3, include_dashboard=False, log_to_driver=False, _temp_dir=temp)
         print(f"ray.init: {time.perf_counter() - started:.1f} s")
         try:
+            runs: dict[str, Any] = {"in process": None}
             for workers in (1, 2):
+                runner = RayRunner(num_workers=workers)
+                started = time.perf_counter()
+                await evaluate(module, rows(workers), trivial, runner=runner, progress=False)
                 name = f"Ray, {workers} worker{'s' if workers > 1 else ''}"
-                with RayRunner(num_workers=workers) as runner:
-                    started = time.perf_counter()
-                    await evaluate(module, rows(workers), trivial, runner=runner, progress=False)
-                    print(f"{name}: start and warm-up {time.perf_counter() - started:.1f} s")
-
-                    def run(data: list[Example], metric: Any, on: Any = runner) -> Any:
-                        return evaluate(module, data, metric, runner=on, progress=False)
-
-                    results["cpu"][name] = await timed(lambda: run(cpu_data, burning), args.repeats)
-                    results["trivial"][name] = await timed(
-                        lambda: run(light_data, trivial), args.repeats
-                    )
+                print(f"{name}: start and warm-up {time.perf_counter() - started:.1f} s")
+                runs[name] = runner
+            # interleaved rounds: every runner sees the same machine load over the run
+            times: dict[str, dict[str, list[float]]] = {"cpu": {}, "trivial": {}}
+            for _ in range(args.repeats):
+                for name, runner in runs.items():
+                    for kind, data, metric in (
+                        ("cpu", cpu_data, burning),
+                        ("trivial", light_data, trivial),
+                    ):
+                        seconds = await once(
+                            lambda d=data, m=metric, r=runner: evaluate(
+                                module, d, m, runner=r, progress=False
+                            )
+                        )
+                        times[kind].setdefault(name, []).append(seconds)
+            for runner in runs.values():
+                if runner is not None:
+                    runner.close()
         finally:
             ray.shutdown()
 
+    results = {
+        kind: {name: statistics.median(values) for name, values in per.items()}
+        for kind, per in times.items()
+    }
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
     print()
     base = results["cpu"]["in process"]
     work = args.rows * args.burn_ms / 1000
