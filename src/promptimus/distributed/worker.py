@@ -15,6 +15,7 @@ import socket
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core import Module
 from ..errors import MetricResultError
 from ..evals.example import Example
 from ..evals.report import EvalRow
@@ -85,6 +86,12 @@ class EvalWorker:
                 scorer = await _call(fn, scorer)
         except Exception as exc:
             return f"{step} on {self.where()}: {_describe(exc)}"
+        if not isinstance(taken, Module):
+            got = type(taken).__name__
+            return f"setup returned a {got} on {self.where()}; return the module (or None)"
+        if not callable(scorer):
+            got = type(scorer).__name__
+            return f"metric_setup returned a {got} on {self.where()}; return the metric (or None)"
         self._module, self._metric = taken, scorer
         return None
 
