@@ -20,6 +20,7 @@ HEAVY = [
     "psycopg",
     "psycopg_pool",
     "redis",
+    "ray",
 ]
 
 
@@ -65,6 +66,8 @@ def imported_after(code: str) -> list[str]:
         # building the network stores connects nothing and imports no driver until first use
         "from promptimus.sessions import PostgresSessionStore, RedisSessionStore\n"
         "PostgresSessionStore('postgresql://u:p@db/app'); RedisSessionStore('redis://db:6379/0')",
+        "from promptimus.distributed import RayRunner; RayRunner(num_workers=2)",
+        "from promptimus.evals import Runner, InProcessRunner, evaluate",
     ],
 )
 def test_import_pulls_in_no_heavy_dependency(code: str) -> None:
@@ -226,3 +229,23 @@ def test_import_promptimus_sessions_does_not_import_sqlite() -> None:
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_import_promptimus_never_imports_the_ray_runner() -> None:
+    probe = (
+        "import sys, promptimus, promptimus.evals, promptimus.optim\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('promptimus.distributed', 'ray'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    # the probe can see Ray: a runner imports it when it first prepares, and not before
+    used = (
+        "from promptimus.distributed.ray_runner import _ray\n_ray()\n"
+        "import sys\nprint('ray' in sys.modules)\n"
+    )
+    seen = subprocess.run([sys.executable, "-c", used], capture_output=True, text=True, timeout=60)
+    assert seen.returncode == 0, seen.stderr
+    assert seen.stdout.strip().splitlines()[-1] == "True"

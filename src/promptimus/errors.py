@@ -72,7 +72,11 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     │   ├── DatasetError (ValueError)
     │   │   └── EmptyDataset
     │   ├── MetricResultError (TypeError)
-    │   └── CallBudgetExceeded
+    │   ├── CallBudgetExceeded
+    │   └── RunnerError
+    │       ├── NotPicklable
+    │       │   └── ModuleNotPicklable
+    │       └── WorkerSetupFailed · WorkersUnavailable · WorkerLost
     ├── OptimizationError
     │   └── NothingToTrain · EmptyTrainingData · BudgetTooSmall
     └── ScriptExhausted · FakeServerError · InvalidEmbeddingDimensions (ValueError)
@@ -597,6 +601,37 @@ class EmptyTrainingData(OptimizationError):
 
 class BudgetTooSmall(OptimizationError):
     """The budget cannot even pay for the baseline evaluation of the validation set."""
+
+
+# --- runners: evaluate and fit on workers (promptimus.distributed) ------------------------------
+
+
+class RunnerError(EvalError):
+    """A runner could not run an evaluation on its workers."""
+
+
+class NotPicklable(RunnerError):
+    """What must travel to the workers (the module, the metric, `setup`) cannot be pickled; the
+    message names the part. Raised before any example is run or counted."""
+
+
+class ModuleNotPicklable(NotPicklable):
+    """The module cannot travel to the workers: pickle refuses one of its attributes (a lambda,
+    an open file, a client), which the message names by its path in the tree."""
+
+
+class WorkerSetupFailed(RunnerError):
+    """A worker could not take the module: unpickling it there, or `setup`, raised. Raised
+    before any example is run or counted; the message quotes the worker's exception."""
+
+
+class WorkersUnavailable(RunnerError):
+    """The cluster could not be reached, or could not start the workers in time."""
+
+
+class WorkerLost(RunnerError):
+    """The same examples lost their worker on every attempt (something in them ends the
+    process), so the evaluation stopped; the message names them."""
 
 
 # --- test doubles (promptimus.testing, ScriptedLLM, HashingEmbedder) -----------------------------

@@ -30,14 +30,18 @@ class CallCounter:
         remaining = self.remaining
         return remaining is None or n <= remaining
 
-    def reserve(self, n: int) -> None:
-        """Count `n` calls about to be made, or raise `CallBudgetExceeded` counting none."""
+    def check(self, n: int) -> None:
+        """Raise `CallBudgetExceeded` when `n` more calls would not fit; count nothing."""
         if not self.fits(n):
             raise CallBudgetExceeded(
                 f"This evaluation needs {n} module calls, but the call budget has "
                 f"{self.remaining} of {self.max_calls} left ({self.calls} made). Evaluate fewer "
                 "examples, or raise max_calls."
             )
+
+    def reserve(self, n: int) -> None:
+        """Count `n` calls about to be made, or raise `CallBudgetExceeded` counting none."""
+        self.check(n)
         self.calls += n
 
     def __repr__(self) -> str:
