@@ -23,8 +23,9 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..core import ModuleDict, Parameter
 from ..errors import ToolArgumentsError, ToolError, ToolExecutionError
+from .results import tool_result_to_jsonable
 from .run_context import RunContext
-from .tool import Tool, tool_result_to_jsonable, toolset
+from .tool import Tool, toolset
 from .tool_schema import ArgSpec, FunctionSchema
 
 __all__ = ["CompositeTool", "SubCall"]

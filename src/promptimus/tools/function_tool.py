@@ -37,15 +37,12 @@ import functools
 import importlib
 import inspect
 import json
-import math
-import re
 import sys
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
-from typing import Annotated, Any, Protocol, TypeAlias, overload, runtime_checkable
+from typing import Annotated, Any, Protocol, overload, runtime_checkable
 
-import pydantic_core
 from pydantic import Field
 
 from ..core import Module, Parameter, Session
@@ -55,7 +52,6 @@ from ..errors import (
     DuplicateToolName,
     FailedToParseOutput,
     InvalidArgument,
-    InvalidToolName,
     MaxIterExceeded,
     OutputTruncated,
     PromptimusError,
@@ -66,7 +62,18 @@ from ..errors import (
 )
 from . import watchdog
 from .daemon_thread import run_in_daemon_thread
+from .handoff import SupportsHandoff, handoff_messages
+from .results import tool_result_to_text
 from .run_context import RunContext
+from .settings import (
+    DEFAULT_TOOL_TIMEOUT,
+    ApprovalCheck,
+    check_idempotent,
+    check_timeout,
+    check_tool_name,
+    snake_case,
+)
+from .settings import check_approval as _check_approval
 from .tool_schema import (
     FunctionSchema,
     build_schema,
@@ -87,14 +94,6 @@ __all__ = [
     "toolset",
 ]
 
-_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-
-ApprovalCheck: TypeAlias = Callable[[RunContext[Any], dict[str, Any]], bool | Awaitable[bool]]
-"""`fn(ctx, arguments) -> bool` (sync or async): does this call need a person's approval?"""
-
-DEFAULT_TOOL_TIMEOUT = 300.0
-"""Seconds an agent waits for a tool call when neither the tool nor the agent sets a timeout."""
-
 # Errors a model can react to become ToolExecutionError; every other PromptimusError (no LLM set,
 # provider down, bad template, exhausted test script) is the user's to fix and propagates as is.
 _MODEL_FIXABLE: tuple[type[PromptimusError], ...] = (
@@ -105,107 +104,8 @@ _MODEL_FIXABLE: tuple[type[PromptimusError], ...] = (
 )
 
 
-def check_timeout(value: Any, what: str) -> float | None:
-    """`value` if it is None or a positive number of seconds, else `InvalidArgument`."""
-    if value is None:
-        return None
-    if (
-        isinstance(value, bool)
-        or not isinstance(value, int | float)
-        or math.isnan(value)
-        or value <= 0
-    ):
-        raise InvalidArgument(
-            f"{what} must be a positive number of seconds or None, got {value!r}."
-        )
-    return float(value)
-
-
-def check_idempotent(value: Any) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidArgument(
-            f"idempotent must be True (a call may safely run twice) or False, got {value!r}."
-        )
-    return value
-
-
-def _check_approval(value: Any) -> bool | ApprovalCheck:
-    if isinstance(value, bool) or callable(value):
-        return value  # type: ignore[no-any-return]
-    raise InvalidArgument(
-        f"requires_approval must be True, False or a function (ctx, arguments) -> bool, got "
-        f"{value!r}."
-    )
-
-
 def _seconds(value: float) -> str:
     return f"{value:g} s"
-
-
-def check_tool_name(name: Any) -> str:
-    """Return `name` if it is a valid tool name (OpenAI: `^[a-zA-Z0-9_-]{1,64}$`), else raise."""
-    if not isinstance(name, str) or not _NAME.match(name):
-        raise InvalidToolName(
-            f"Invalid tool name {name!r}: use 1 to 64 characters from a-z, A-Z, 0-9, '_' and '-' "
-            "(the OpenAI rule). Pass `name=...` to choose one."
-        )
-    return name
-
-
-def snake_case(name: str) -> str:
-    """`WeatherAgent` -> `weather_agent`, `RAGModule` -> `rag_module`; invalid characters become
-    `_` and the result is cut to 64 characters, so it is always a valid tool name."""
-    words = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", name).lower()
-    cleaned = re.sub(r"[^a-z0-9_-]+", "_", words).strip("_")
-    return cleaned[:64] or "tool"
-
-
-def tool_result_to_text(result: Any) -> str:
-    """What the model reads back: None -> "OK", str as is, Message -> its content, anything else
-    (pydantic model, dataclass, dict, list, number, bool) -> JSON."""
-    if result is None:
-        return "OK"
-    if isinstance(result, str):
-        return result
-    if isinstance(result, Message):
-        return result.content
-    return pydantic_core.to_json(result, fallback=str).decode()
-
-
-def tool_result_to_jsonable(result: Any) -> Any:
-    """Like `tool_result_to_text`, but a JSON-able value to embed in a larger JSON answer."""
-    if result is None:
-        return "OK"
-    if isinstance(result, Message):
-        return result.content
-    return pydantic_core.to_jsonable_python(result, fallback=str)
-
-
-def handoff_messages(messages: Iterable[Message], include_tool_loop: bool) -> list[Message]:
-    """The parent's conversation as a sub-agent should see it.
-
-    System messages are dropped (the sub-agent has its own). Without the tool loop, tool results
-    and tool-call requests are dropped (an assistant message keeps its text, if any). With it,
-    tool calls that have no result yet — the call being made right now — are removed, since an
-    API refuses a tool call without an answer.
-    """
-    messages = [m for m in messages if m.role != MessageRole.SYSTEM]
-    answered = {m.tool_call_id for m in messages if m.role == MessageRole.TOOL}
-    out: list[Message] = []
-    for message in messages:
-        if message.role == MessageRole.TOOL:
-            if include_tool_loop:
-                out.append(message)
-            continue
-        if message.role == MessageRole.ASSISTANT and message.tool_calls:
-            calls = [c for c in message.tool_calls if c.id in answered] if include_tool_loop else []
-            if calls:
-                out.append(message.model_copy(update={"tool_calls": calls}))
-            elif message.content:
-                out.append(message.model_copy(update={"tool_calls": None}))
-            continue
-        out.append(message)
-    return out
 
 
 def _callable_name(fn: Any) -> str:
@@ -244,15 +144,6 @@ def _accepts(annotation: Any, kind: Any) -> bool:
     if annotation is inspect.Parameter.empty or annotation is Any:
         return True
     return (origin or annotation) is kind or (kind is list and origin in (list, typing.Sequence))
-
-
-@runtime_checkable
-class SupportsHandoff(Protocol):
-    """A module that can take the conversation so far as its input (the original promptimus'
-    protocol for `Tool.from_module(module, handoff_history=True)`). For `Tool` the forward's
-    message parameter must accept `list[Message]`, as every agent's `request` does."""
-
-    async def forward(self, history: list[Message] | Message | str, **kwargs: Any) -> Any: ...
 
 
 @dataclass(frozen=True, slots=True)
