@@ -113,11 +113,8 @@ class MCPTool(Tool):
             return result.structured_content
         return text
 
-    def _prepare(
-        self,
-        arguments: str | dict[str, Any] | None,
-        ctx: RunContext[Any] | None,
-        history: Any = None,
+    def prepare(
+        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None = None
     ) -> tuple[list[Any], dict[str, Any]]:
         return [self._object(arguments)], {}
 

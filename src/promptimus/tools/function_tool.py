@@ -13,7 +13,6 @@
     add.to_openai()                       # {"type": "function", "function": {...}}
     await add.call('{"a": "2"}')          # "3"  (validated, run, converted to text)
     await add.forward(a=2, b=3)           # 5    (a plain call through the module call path)
-    await add.forward('{"a": 2, "b": 3}') # 5    (the original promptimus' JSON form, validated)
     add(2, 3)                             # 5    (still the function it decorates)
 
 A tool is a `Module`: its `description` is a tunable, checkpointed `Parameter`, and a module
@@ -38,13 +37,13 @@ import importlib
 import inspect
 import json
 import sys
-import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any, Protocol, overload, runtime_checkable
 
 from pydantic import Field
 
+from .._compat_seam import CompatMethod, compat_calls
 from ..core import Module, Parameter, Session
 from ..core.module import wrap_as_call
 from ..dto import ImageContent, Message, MessageRole
@@ -458,6 +457,11 @@ class Tool(Module):
         return answer
 
     @property
+    def handoff_history(self) -> bool:
+        """Whether a module tool hands the conversation so far to its module."""
+        return self._handoff_history
+
+    @property
     def is_module_tool(self) -> bool:
         return self._fresh_session
 
@@ -469,14 +473,7 @@ class Tool(Module):
         function["parameters"] = self.parameters_schema
         return {"type": "function", "function": function}
 
-    def to_openai_function(self) -> dict[str, Any]:
-        """The original promptimus' name of `to_openai()`."""
-        warnings.warn(
-            "Tool.to_openai_function() is deprecated; use Tool.to_openai() instead.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.to_openai()
+    to_openai_function = CompatMethod("tools:to_openai_function")
 
     def describe_for_prompt(self) -> str:
         """A plain-text description for text protocols (ReACT)."""
@@ -517,17 +514,14 @@ class Tool(Module):
             return self.forward(*args, **kwargs)
         return self._fn(*args, **kwargs)
 
+    @compat_calls("tools:json_object_call")
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Call the wrapped function and return its raw result.
 
-        Takes Python arguments, or the original promptimus' form: one JSON-object string
-        (`await power.forward('{"a": 2, "b": 8}')`, optionally with `history=` for a handoff
-        tool), validated as the model's arguments are (`ToolArgumentsError` if they do not fit).
-        Pass a text argument that looks like a JSON object by keyword.
+        Takes Python arguments, validated and coerced by the same schema as the model's JSON
+        (the same `ToolArgumentsError` for bad ones); a module tool's forward takes the module's.
         """
-        if _is_json_form(args, kwargs):
-            args, kwargs = self._prepare(args[0], None, kwargs.get("history"))
-        elif self._fn is not None and not self._fresh_session:
+        if self._fn is not None and not self._fresh_session:
             args, kwargs = self._checked(args, kwargs)
         return await self._invoke(*args, **kwargs)
 
@@ -621,11 +615,8 @@ class Tool(Module):
         images = tuple(result.images) if isinstance(result, Message) and result.images else ()
         return tool_result_to_text(result), images
 
-    def _prepare(
-        self,
-        arguments: str | dict[str, Any] | None,
-        ctx: RunContext[Any] | None,
-        history: Any = None,
+    def prepare(
+        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None = None
     ) -> tuple[list[Any], dict[str, Any]]:
         """Validated Python arguments for the function, from the model's arguments."""
         values = self._schema.validate(arguments, self._name)
@@ -635,7 +626,7 @@ class Tool(Module):
                 values[name] = context
         if self._input is not None:
             request = values.pop("request", "")
-            values[self._input.param] = self._module_input(request, ctx, history)
+            values[self._input.param] = self._module_input(request, ctx)
         if self._deps_param is not None and ctx is not None and ctx.deps is not None:
             values[self._deps_param] = ctx.deps
         return self._schema.split(values)
@@ -648,7 +639,7 @@ class Tool(Module):
     ) -> Awaitable[Any]:
         """The tool's run for `await`: a plain function handing back `_bounded`'s coroutine, so
         a call holds no extra frame for its whole length (bad arguments raise right here)."""
-        args, kwargs = self._prepare(arguments, ctx)
+        args, kwargs = self.prepare(arguments, ctx)
         return self._bounded(self._execute(args, kwargs), default_timeout)
 
     async def _bounded(self, work: Coroutine[Any, Any, Any], default: float | None) -> Any:
@@ -685,14 +676,11 @@ class Tool(Module):
                 f"Tool {self._name!r} failed: {type(exc).__name__}: {exc}"
             ) from exc
 
-    def _module_input(self, request: str, ctx: RunContext[Any] | None, given: Any = None) -> Any:
+    def _module_input(self, request: str, ctx: RunContext[Any] | None) -> Any:
         assert self._input is not None
         if self._handoff_history:
-            if given is not None:  # the original's `forward(json, history=...)`
-                history = _as_message_list(given)
-            else:
-                view = (ctx.handoff_view if ctx else None) or handoff_messages
-                history = view(ctx.messages, self._handoff_include_tool_loop) if ctx else []
+            view = (ctx.handoff_view if ctx else None) or handoff_messages
+            history = view(ctx.messages, self._handoff_include_tool_loop) if ctx else []
             asked = [Message(role=MessageRole.USER, content=request)] if request else []
             if not history and not asked:
                 raise ToolArgumentsError(
@@ -709,27 +697,9 @@ class Tool(Module):
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
 _TOOL_FORWARD = Tool.forward
-# A model's call, whose arguments `_prepare` validated: the module call path (hooks, tracing)
+# A model's call, whose arguments `prepare` validated: the module call path (hooks, tracing)
 # around the function without `forward`'s validation of Python arguments.
 _forward_validated = wrap_as_call(Tool._invoke)
-
-
-def _is_json_form(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:
-    """`forward('{"a": 1}')` or `forward('{...}', history=...)`: the original's calling form."""
-    return (
-        len(args) == 1
-        and isinstance(args[0], str)
-        and args[0].lstrip().startswith("{")
-        and set(kwargs) <= {"history"}
-    )
-
-
-def _as_message_list(history: Any) -> list[Message]:
-    if isinstance(history, str):
-        return [Message(role=MessageRole.USER, content=history)]
-    if isinstance(history, Message):
-        return [history]
-    return list(history)
 
 
 def _own_doc(obj: Any) -> str | None:
