@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from promptimus.dto import Message
-    from promptimus.tools import Tool
+    from promptimus.tools import RunContext, Tool
 
 __all__ = ["json_object_call", "to_openai_function"]
 
@@ -36,7 +36,7 @@ def json_object_call(
         return args, kwargs
     tool, text = args
     history = kwargs.get("history")
-    ctx = None
+    ctx: RunContext[Any] | None = None
     if history is not None and getattr(tool, "handoff_history", False):
         from promptimus.tools.run_context import RunContext
 
