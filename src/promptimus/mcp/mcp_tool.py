@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import jsonschema
 import referencing
@@ -33,10 +33,27 @@ from ..errors import ToolArgumentsError, ToolExecutionError
 from ..tools.base import Tool
 from ..tools.run_context import RunContext
 
-if TYPE_CHECKING:
-    from .toolset import MCPToolset
+__all__ = ["MCPTool", "ToolServer"]
 
-__all__ = ["MCPTool"]
+
+class ToolServer(Protocol):
+    """What an MCP tool needs of the toolset that made it (`MCPToolset`)."""
+
+    @property
+    def server(self) -> str: ...  # how errors name the server (command line or URL)
+
+    @property
+    def name(self) -> str: ...  # what records, events and spans call the server
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    @property
+    def images(self) -> bool: ...
+
+    async def call_tool(
+        self, remote_name: str, arguments: dict[str, Any], *, idempotent: bool = False
+    ) -> Any: ...
 
 
 class MCPTool(Tool):
@@ -44,7 +61,7 @@ class MCPTool(Tool):
 
     def __init__(
         self,
-        toolset: MCPToolset,
+        toolset: ToolServer,
         remote_name: str,
         description: str | None,
         input_schema: dict[str, Any],
