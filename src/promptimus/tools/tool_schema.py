@@ -40,7 +40,6 @@ __all__ = [
     "ParsedDocstring",
     "build_schema",
     "clean_schema",
-    "function_schema",
     "is_context_annotation",
     "parse_docstring",
 ]
@@ -498,7 +497,3 @@ def signature_parameters(fn: Callable[..., Any], tool: str) -> list[inspect.Para
         raise ToolError(f"Cannot read the signature of tool {tool!r}: {exc}.") from exc
     return list(signature.parameters.values())
 
-
-def function_schema(fn: Callable[..., Any], tool: str) -> FunctionSchema:
-    """The schema of a plain function, method or callable object."""
-    return build_schema(tool, signature_parameters(fn, tool), inspect.getdoc(fn))
