@@ -152,3 +152,10 @@ async def test_a_kind_asking_for_approval_pauses_the_run() -> None:
     pending = [(call.tool, call.arguments) for call in paused[0].pending]
     assert pending == [("shout", {"text": "hi"})]
     assert not llm.requests[1:]  # nothing ran: the run waits for a person
+
+
+def test_tool_takes_its_function_by_keyword_too() -> None:
+    echo = Echo()
+    assert type(Tool(fn=add)) is FunctionTool
+    assert type(Tool(fn=echo)) is ModuleTool
+    assert Tool(fn=add, name="plus").name == "plus"

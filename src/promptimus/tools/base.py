@@ -111,7 +111,6 @@ class Tool(Module):
     def __init__(
         self,
         fn: Callable[..., Any] | Module,
-        /,
         name: str | None = None,
         description: str | None = None,
         module: Module | None = None,

@@ -44,7 +44,6 @@ class FunctionTool(Tool, built_by_tool="function"):
     def __init__(
         self,
         fn: Callable[..., Any],
-        /,
         name: str | None = None,
         description: str | None = None,
         module: Module | None = None,

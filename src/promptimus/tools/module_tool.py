@@ -53,7 +53,6 @@ class ModuleTool(Tool, built_by_tool="module"):
     def __init__(
         self,
         fn: Module | Any,
-        /,
         name: str | None = None,
         description: str | None = None,
         module: Module | None = None,
