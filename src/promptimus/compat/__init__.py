@@ -14,6 +14,8 @@ compat only through `promptimus._compat_seam`, by name and on first use:
   ``base_wait``, ``embed_kwargs``, request options in the second place).
 - `retrieval`: 0.1's argument orders and counts of `RAGModule` / `RetrievalModule` and its
   reranker protocol (``forward(query, result_lists)``).
+- `tools`: 0.1's JSON-string form of `Tool.forward` (with ``history=``) and
+  ``to_openai_function()``.
 - `rate_limiting`, `vectore_store`, `search_result`, `per_document`: 0.1's types
   (`RateLimitedClient`, `BaseSearchResult`, the per-document store protocols).
 
@@ -29,4 +31,5 @@ from . import provider_arguments as provider_arguments
 from . import rate_limiting as rate_limiting
 from . import retrieval as retrieval
 from . import search_result as search_result
+from . import tools as tools
 from . import vectore_store as vectore_store
