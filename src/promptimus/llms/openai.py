@@ -20,10 +20,10 @@ from promptimus.llms.openai_format import (
     completion_to_message,
     demands_content,
     messages_to_openai,
-    response_body,
 )
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
+from promptimus.transport.openai_wire import response_body
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.request_text import check_request_text
 from promptimus.transport.retry import RetryPolicy, chained, classify, redact_secrets

@@ -38,7 +38,14 @@ from promptimus.transport.event_stream import EventStream
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
-__all__ = ["STATIC_CLIENT_OPTIONS", "TRANSPORT_OPTIONS", "OpenAIConnection", "SDKErrors", "dumps"]
+__all__ = [
+    "STATIC_CLIENT_OPTIONS",
+    "TRANSPORT_OPTIONS",
+    "OpenAIConnection",
+    "SDKErrors",
+    "dumps",
+    "response_body",
+]
 
 STATIC_CLIENT_OPTIONS = frozenset(
     {
@@ -77,6 +84,20 @@ def dumps(body: Any) -> bytes:
     return json.dumps(
         body, ensure_ascii=False, separators=(",", ":"), allow_nan=False, default=_encode
     ).encode()
+
+
+def response_body(response: Any) -> Any:
+    """The decoded body of a raw (httpx) chat-completion response, read as the SDK would read it:
+    JSON, or the text of a body that is not JSON and not labelled as JSON (an HTML error page),
+    which `completion_to_message` then names. Reading the JSON ourselves skips building the SDK's
+    response objects, which `completion_to_message` would only turn back into this JSON."""
+    content_type = response.headers.get("content-type", "").split(";", 1)[0].strip()
+    try:
+        return json.loads(response.content)
+    except ValueError:
+        if content_type.endswith("json"):
+            raise  # a JSONDecodeError: the retry layer names it a malformed reply
+        return response.text
 
 
 class SDKErrors:
