@@ -229,6 +229,11 @@ class InvalidArgument(PromptimusError, ValueError):
     """A function was called with an argument it cannot use."""
 
 
+class UnknownRequestOption(PromptimusError, TypeError):
+    """A provider call was given a request option the API client does not know (a
+    ``TypeError`` too, as the SDK's own methods raise for an unknown keyword)."""
+
+
 class EmptyMemory(PromptimusError, IndexError):
     """A memory operation needs a message, but the memory holds none."""
 

@@ -1,18 +1,23 @@
 """``OpenAILike``: a chat provider for every OpenAI-compatible server, on the official SDK.
 
-The SDK does the HTTP, timeouts and stream parsing; this class adds what it lacks: one retry layer
-with Retry-After support (the SDK's own retries are off), concurrency and RPM/TPM limits shared by
+The SDK's client holds the connection settings and does the HTTP and timeouts; requests go out
+as the JSON this class builds, without the SDK's per-call transform, and replies and stream
+chunks are read as JSON (`promptimus.transport.openai_wire`; ``sdk_requests=True`` sends through
+the SDK's typed methods instead). This class adds what the SDK lacks: one retry layer with
+Retry-After support (the SDK's own retries are off), concurrency and RPM/TPM limits shared by
 every task, cumulative usage accounting, and safe handling of the API key.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from promptimus.dto import Message, MessageDelta
-from promptimus.errors import EmptyReply, MalformedReply, PromptimusError
+from promptimus.errors import EmptyReply, MalformedReply, PromptimusError, UnknownRequestOption
 from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.openai_format import (
@@ -23,7 +28,7 @@ from promptimus.llms.openai_format import (
 )
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
-from promptimus.transport.openai_wire import response_body
+from promptimus.transport.openai_wire import response_body, unknown_options
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.request_text import check_request_text
 from promptimus.transport.retry import RetryPolicy, chained, classify, redact_secrets
@@ -44,6 +49,9 @@ class OpenAILike(OpenAIEndpoint):
       shared ``ConcurrencyLimit`` / ``RateLimiter`` so several providers can share one quota.
     - ``call_kwargs``: default request options (``temperature``...) that per-call kwargs override.
     - ``usage`` and ``request_count`` total every completed request.
+    - ``sdk_requests=True`` sends every request through the SDK's typed method
+      (``client.chat.completions.create``, its request transform and response objects
+      included) instead of posting the JSON as built: for a server or proxy that needs it.
     """
 
     _request_kind = "chat"
@@ -63,6 +71,7 @@ class OpenAILike(OpenAIEndpoint):
         call_kwargs: dict[str, Any] | None = None,
         retry: RetryPolicy | None = None,
         api_key_env: str = "OPENAI_API_KEY",
+        sdk_requests: bool = False,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
@@ -82,6 +91,7 @@ class OpenAILike(OpenAIEndpoint):
         )
         self.capabilities = ProviderCapabilities()
         """What this server has shown it accepts (e.g. which structured-output mode)."""
+        self.sdk_requests = sdk_requests
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
@@ -90,6 +100,13 @@ class OpenAILike(OpenAIEndpoint):
 
     def _params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
         params = {"model": self.model_name, **self.call_kwargs, **kwargs}
+        unknown = unknown_options(params, type(self._factory.get().chat.completions).create)
+        if unknown:
+            raise UnknownRequestOption(
+                f"The {self._context} got option(s) the openai SDK's chat.completions.create "
+                f"does not take: {', '.join(unknown)}. Pass fields a server adds to the API in "
+                f"extra_body={{...}} (e.g. extra_body={{{unknown[0]!r}: ...}})."
+            )
         params["messages"] = messages_to_openai(history, self.capabilities.tool_call_content)
         return params
 
@@ -135,18 +152,16 @@ class OpenAILike(OpenAIEndpoint):
         params = self._params(history, kwargs)
         params.pop("stream", None)
         params.pop("stream_options", None)
-        client = self._factory.get()
         tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
 
         async def attempt() -> tuple[Message, Reservation | None]:
             slot, reservation = await self._admit(tokens)
             try:
-                # the raw body: the SDK's response objects would only be dumped back to JSON
-                raw = await client.chat.completions.with_raw_response.create(**params)
+                reply = await self._reply(params)
             finally:
                 if slot is not None:
                     slot.release()
-            return completion_to_message(response_body(raw.http_response)), reservation
+            return completion_to_message(reply), reservation
 
         message, reservation = await self._send(attempt, params, history)
         self._record(message.usage, reservation)
@@ -173,69 +188,15 @@ class OpenAILike(OpenAIEndpoint):
             del params["stream_options"]  # for servers that reject the option
         else:
             params["stream_options"] = {"include_usage": True, **params.get("stream_options", {})}
-        client = self._factory.get()
         tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
-        secrets = self._factory.secrets()
-
-        async def open_stream() -> tuple[
-            Any, Any, list[MessageDelta], MessageAccumulator, Any, Any
-        ]:
-            slot, reservation = await self._admit(tokens)
-            try:
-                stream = await client.chat.completions.create(**params)
-                try:
-                    chunks = stream.__aiter__()
-                    held, received = [], MessageAccumulator()
-                    while not held or not _says_something(held[-1]):
-                        chunk = await anext(chunks, None)
-                        if chunk is None:
-                            raise self._ended_before_output(stream, received)
-                        held.append(chunk_to_delta(chunk))
-                        received.add(held[-1])
-                except BaseException:
-                    await stream.close()
-                    raise
-            except BaseException:
-                if slot is not None:
-                    slot.release()
-                raise
-            return stream, chunks, held, received, slot, reservation
-
-        stream, chunks, held, received, slot, reservation = await self._send(
-            open_stream, params, history
-        )
-        if held[0].model_name is None:  # later chunks that name the model still win
-            held[0].model_name = self.model_name
+        opened = await self._send(lambda: self._open_stream(params, tokens), params, history)
+        received = opened.received
+        if opened.held[0].model_name is None:  # later chunks that name the model still win
+            opened.held[0].model_name = self.model_name
         try:
-            for delta in held:
+            for delta in opened.held:
                 yield delta
-            while True:
-                try:
-                    chunk = await anext(chunks, None)
-                    if chunk is None:
-                        break
-                    delta = chunk_to_delta(chunk)
-                except Exception as exc:
-                    failure = classify(exc)
-                    if failure is None:
-                        raise
-                    if received.complete and failure.retryable:
-                        # the model had finished; only trailing chunks (usage) were lost
-                        reason = redact_secrets(failure.reason, secrets)
-                        log.debug("%s: stream broke after finishing (%s)", self._context, reason)
-                        break
-                    error = self.retry.translate(
-                        exc,
-                        failure,
-                        context=f"{self._context} (stream interrupted)",
-                        redact=secrets,
-                    )
-                    if failure.retryable and failure.max_retries is None:
-                        # the connection broke: say what had arrived
-                        error = stream_interrupted(
-                            received, self._context, cause=redact_secrets(failure.reason, secrets)
-                        )
-                    raise chained(error, exc, secrets) from exc
+            while (delta := await self._next_delta(opened)) is not None:
                 received.add(delta)
                 yield delta
             if received.finish_reason is None:
@@ -247,11 +208,73 @@ class OpenAILike(OpenAIEndpoint):
                     finish_reason=received.finish_reason,
                 )
         finally:
-            usage = received.usage
+            if opened.slot is not None:
+                opened.slot.release()
+            self._record(received.usage, opened.reservation)
+            await opened.stream.close()
+
+    # --- sending and reading ---------------------------------------------------------------
+
+    async def _reply(self, params: dict[str, Any]) -> Any:
+        """The reply to a chat request, as JSON; with ``sdk_requests``, the SDK's
+        ``ChatCompletion`` (its request transform and response objects included)."""
+        connection = self._factory.connection()
+        if self.sdk_requests:
+            return await connection.client.chat.completions.create(**params)
+        return response_body(await connection.post("/chat/completions", params))
+
+    async def _open_stream(self, params: dict[str, Any], tokens: float) -> _OpenStream:
+        """Start the stream and read up to its first chunk that says something."""
+        slot, reservation = await self._admit(tokens)
+        try:
+            stream = await self._start_stream(params)
+            try:
+                held, received = [], MessageAccumulator()
+                while not held or not _says_something(held[-1]):
+                    chunk = await anext(stream, _END)
+                    if chunk is _END:
+                        raise self._ended_before_output(stream, received)
+                    held.append(chunk_to_delta(chunk))
+                    received.add(held[-1])
+            except BaseException:
+                await stream.close()
+                raise
+        except BaseException:
             if slot is not None:
                 slot.release()
-            self._record(usage, reservation)
-            await stream.close()
+            raise
+        return _OpenStream(stream, held, received, slot, reservation)
+
+    async def _start_stream(self, params: dict[str, Any]) -> Any:
+        """The stream's chunks: JSON objects, or the SDK's chunk objects with ``sdk_requests``."""
+        connection = self._factory.connection()
+        if self.sdk_requests:
+            return await connection.client.chat.completions.create(**params)
+        response = await connection.post("/chat/completions", params, stream=True)
+        return connection.event_stream(response)
+
+    async def _next_delta(self, opened: _OpenStream) -> MessageDelta | None:
+        """The next delta of a stream that has said something, None at its end. A broken
+        connection after the model finished ends it (only trailing chunks were lost)."""
+        try:
+            chunk = await anext(opened.stream, _END)
+            return None if chunk is _END else chunk_to_delta(chunk)
+        except Exception as exc:
+            failure = classify(exc)
+            if failure is None:
+                raise
+            secrets = self._factory.secrets()
+            if opened.received.complete and failure.retryable:
+                reason = redact_secrets(failure.reason, secrets)
+                log.debug("%s: stream broke after finishing (%s)", self._context, reason)
+                return None
+            if failure.retryable and failure.max_retries is None:  # the connection broke
+                cause = redact_secrets(failure.reason, secrets)
+                error = stream_interrupted(opened.received, self._context, cause=cause)
+            else:
+                context = f"{self._context} (stream interrupted)"
+                error = self.retry.translate(exc, failure, context=context, redact=secrets)
+            raise chained(error, exc, secrets) from exc
 
     def _ended_before_output(self, stream: Any, received: MessageAccumulator) -> Exception:
         """The error for a stream that ended before any chunk with text or a tool call."""
@@ -269,6 +292,21 @@ class OpenAILike(OpenAIEndpoint):
                     "stream (a proxy's error page, or a server that does not stream)"
                 )
         return stream_interrupted(received, self._context)
+
+
+_END: Any = object()
+"""What ``anext`` returns at the end of a stream (a chunk may be JSON ``null``)."""
+
+
+@dataclass(slots=True)
+class _OpenStream:
+    """A stream that has said something: its chunks, the deltas read so far, what it holds."""
+
+    stream: Any
+    held: list[MessageDelta]
+    received: MessageAccumulator
+    slot: asyncio.Semaphore | None
+    reservation: Reservation | None
 
 
 def _says_something(delta: MessageDelta) -> bool:

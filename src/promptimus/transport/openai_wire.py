@@ -25,10 +25,12 @@ the client, as ``create`` would), a timeout ``APITimeoutError``, any other trans
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import ssl
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any
@@ -45,6 +47,7 @@ __all__ = [
     "SDKErrors",
     "dumps",
     "response_body",
+    "unknown_options",
 ]
 
 STATIC_CLIENT_OPTIONS = frozenset(
@@ -69,11 +72,31 @@ TRANSPORT_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "ti
 """Per-call options of the SDK's typed methods that are not body fields."""
 
 
+@functools.cache
+def _keywords(method: Callable[..., Any]) -> frozenset[str] | None:
+    """The keyword arguments `method` takes (None: any)."""
+    parameters = inspect.signature(method).parameters.values()
+    kinds = inspect.Parameter
+    if any(p.kind is kinds.VAR_KEYWORD for p in parameters):
+        return None
+    named = (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)
+    return frozenset(p.name for p in parameters if p.kind in named) - {"self"}
+
+
+def unknown_options(params: Mapping[str, Any], method: Callable[..., Any]) -> list[str]:
+    """The keys of ``params`` that the SDK's typed ``method`` would refuse, sorted: sent
+    directly, they would reach the server, where the typed method raises ``TypeError``."""
+    known = _keywords(method)
+    if known is None or known.issuperset(params):
+        return []
+    return sorted(params.keys() - known)
+
+
 def _encode(value: Any) -> Any:
     """What the SDK's JSON encoder makes of values the json module does not know."""
     if isinstance(value, date):
         return value.isoformat()
-    dump = getattr(value, "model_dump", None)
+    dump = None if isinstance(value, type) else getattr(value, "model_dump", None)
     if callable(dump):  # a pydantic model, dumped as the SDK dumps one
         return dump(exclude_unset=True, mode="json", by_alias=True)
     raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
@@ -140,7 +163,7 @@ def _http_module(http_client: Any) -> Any:
     raise TypeError(f"{type(http_client).__name__} is not an httpx AsyncClient")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)  # the headers hold the API key
 class _Template:
     url: Any
     headers: Any
@@ -212,6 +235,11 @@ class OpenAIConnection:
         if options is None and self.direct:
             self._templates[path] = _template(response.request)
         return response
+
+    @property
+    def direct_paths(self) -> frozenset[str]:
+        """The paths whose requests now go out directly (the SDK built one for each)."""
+        return frozenset(self._templates)
 
     def event_stream(self, response: Any) -> EventStream:
         return EventStream(response, self.errors)
