@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from promptimus.transport.openai_wire import SDKErrors
+    from promptimus.transport.sdk_errors import SDKErrors
 
 __all__ = ["EventStream", "SSEDecoder"]
 

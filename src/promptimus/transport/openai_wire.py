@@ -28,7 +28,6 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import ssl
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -36,6 +35,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any
 
 from promptimus.transport.event_stream import EventStream
+from promptimus.transport.sdk_errors import SDKErrors
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -44,7 +44,6 @@ __all__ = [
     "STATIC_CLIENT_OPTIONS",
     "TRANSPORT_OPTIONS",
     "OpenAIConnection",
-    "SDKErrors",
     "dumps",
     "response_body",
     "unknown_options",
@@ -121,38 +120,6 @@ def response_body(response: Any) -> Any:
         if content_type.endswith("json"):
             raise  # a JSONDecodeError: the retry layer names it a malformed reply
         return response.text
-
-
-class SDKErrors:
-    """The SDK's error classes and the HTTP library's failures they stand for."""
-
-    __slots__ = (
-        "APIConnectionError",
-        "APIError",
-        "APITimeoutError",
-        "connection_errors",
-        "timeouts",
-    )
-
-    def __init__(self, http_module: Any) -> None:
-        import openai
-
-        self.APIError = openai.APIError
-        self.APITimeoutError = openai.APITimeoutError
-        self.APIConnectionError = openai.APIConnectionError
-        self.timeouts: tuple[type[BaseException], ...] = (http_module.TimeoutException,)
-        connection: list[type[BaseException]] = [http_module.RequestError, ssl.SSLError]
-        anyio = sys.modules.get("anyio")  # the SDK's async layer
-        if anyio is not None:
-            connection.append(anyio.EndOfStream)
-        self.connection_errors = tuple(connection)
-
-    def stream_error(self, error: Any, request: Any) -> Exception:
-        """The SDK's error for a stream chunk that carries an ``error``."""
-        message = error.get("message") if isinstance(error, Mapping) else None
-        if not message or not isinstance(message, str):
-            message = "An error occurred during streaming"
-        return self.APIError(message=message, request=request, body=error)
 
 
 def _http_module(http_client: Any) -> Any:
