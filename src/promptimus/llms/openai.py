@@ -10,10 +10,9 @@ every task, cumulative usage accounting, and safe handling of the API key.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from promptimus.dto import Message, MessageDelta
@@ -182,38 +181,40 @@ class OpenAILike(OpenAIEndpoint):
         and never passes for a complete reply. One that ends cleanly before its first chunk is
         not retried: a server that answers a request with an empty stream (older llama.cpp on
         a context overflow) would answer it the same way again."""
-        params = self._params(history, kwargs)
-        params["stream"] = True
-        if params.get("stream_options", ...) is None:
-            del params["stream_options"]  # for servers that reject the option
-        else:
-            params["stream_options"] = {"include_usage": True, **params.get("stream_options", {})}
+        params = self._stream_params(history, kwargs)
         tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
-        opened = await self._send(lambda: self._open_stream(params, tokens), params, history)
-        received = opened.received
-        if opened.held[0].model_name is None:  # later chunks that name the model still win
-            opened.held[0].model_name = self.model_name
+        secrets = self._factory.secrets()
+        attempt = functools.partial(self._open_stream, params, tokens)
+        stream, chunks, held, received, slot, reservation = await self._send(
+            attempt, params, history
+        )
+        if held[0].model_name is None:  # later chunks that name the model still win
+            held[0].model_name = self.model_name
         try:
-            for delta in opened.held:
+            for delta in held:
                 yield delta
-            while (delta := await self._next_delta(opened)) is not None:
+            while True:
+                try:
+                    chunk = await anext(chunks, _END)
+                    if chunk is _END:
+                        break
+                    delta = chunk_to_delta(chunk)
+                except Exception as exc:
+                    error = self._stream_error(exc, received, secrets)
+                    if error is None:
+                        break
+                    if error is exc:
+                        raise
+                    raise error from exc
                 received.add(delta)
                 yield delta
-            if received.finish_reason is None:
-                raise stream_interrupted(received, self._context)
-            if not received.content.strip() and not received.tool_call_count:
-                raise EmptyReply(
-                    "no text and no tool call, only reasoning",
-                    source=self._context,
-                    finish_reason=received.finish_reason,
-                )
+            self._check_finished(received)
         finally:
-            if opened.slot is not None:
-                opened.slot.release()
-            self._record(received.usage, opened.reservation)
-            await opened.stream.close()
-
-    # --- sending and reading ---------------------------------------------------------------
+            usage = received.usage
+            if slot is not None:
+                slot.release()
+            self._record(usage, reservation)
+            await stream.close()
 
     async def _reply(self, params: dict[str, Any]) -> Any:
         """The reply to a chat request, as JSON; with ``sdk_requests``, the SDK's
@@ -223,15 +224,37 @@ class OpenAILike(OpenAIEndpoint):
             return await connection.client.chat.completions.create(**params)
         return response_body(await connection.post("/chat/completions", params))
 
-    async def _open_stream(self, params: dict[str, Any], tokens: float) -> _OpenStream:
-        """Start the stream and read up to its first chunk that says something."""
+    async def _start_stream(self, params: dict[str, Any]) -> Any:
+        """The stream's chunks: JSON objects, or the SDK's chunk objects with ``sdk_requests``."""
+        connection = self._factory.connection()
+        if self.sdk_requests:
+            return await connection.client.chat.completions.create(**params)
+        response = await connection.post("/chat/completions", params, stream=True)
+        return connection.event_stream(response)
+
+    def _stream_params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
+        params = self._params(history, kwargs)
+        params["stream"] = True
+        if params.get("stream_options", ...) is None:
+            del params["stream_options"]  # for servers that reject the option
+        else:
+            params["stream_options"] = {"include_usage": True, **params.get("stream_options", {})}
+        return params
+
+    async def _open_stream(
+        self, params: dict[str, Any], tokens: float
+    ) -> tuple[Any, Any, list[MessageDelta], MessageAccumulator, Any, Any]:
+        """One attempt at a stream: send the request and read up to the first chunk that says
+        something (held back, with what they told), under a concurrency slot the caller
+        releases once the stream is done."""
         slot, reservation = await self._admit(tokens)
         try:
             stream = await self._start_stream(params)
             try:
+                chunks = stream.__aiter__()
                 held, received = [], MessageAccumulator()
                 while not held or not _says_something(held[-1]):
-                    chunk = await anext(stream, _END)
+                    chunk = await anext(chunks, _END)
                     if chunk is _END:
                         raise self._ended_before_output(stream, received)
                     held.append(chunk_to_delta(chunk))
@@ -243,38 +266,42 @@ class OpenAILike(OpenAIEndpoint):
             if slot is not None:
                 slot.release()
             raise
-        return _OpenStream(stream, held, received, slot, reservation)
+        return stream, chunks, held, received, slot, reservation
 
-    async def _start_stream(self, params: dict[str, Any]) -> Any:
-        """The stream's chunks: JSON objects, or the SDK's chunk objects with ``sdk_requests``."""
-        connection = self._factory.connection()
-        if self.sdk_requests:
-            return await connection.client.chat.completions.create(**params)
-        response = await connection.post("/chat/completions", params, stream=True)
-        return connection.event_stream(response)
+    def _stream_error(
+        self, exc: Exception, received: MessageAccumulator, secrets: tuple[str, ...]
+    ) -> BaseException | None:
+        """What to raise for ``exc``, raised by a stream that already delivered output (``exc``
+        itself when it is not a provider failure), or None when the model had finished and only
+        trailing chunks (usage) were lost."""
+        failure = classify(exc)
+        if failure is None:
+            return exc
+        if received.complete and failure.retryable:
+            reason = redact_secrets(failure.reason, secrets)
+            log.debug("%s: stream broke after finishing (%s)", self._context, reason)
+            return None
+        error = self.retry.translate(
+            exc, failure, context=f"{self._context} (stream interrupted)", redact=secrets
+        )
+        if failure.retryable and failure.max_retries is None:
+            # the connection broke: say what had arrived
+            error = stream_interrupted(
+                received, self._context, cause=redact_secrets(failure.reason, secrets)
+            )
+        return chained(error, exc, secrets)
 
-    async def _next_delta(self, opened: _OpenStream) -> MessageDelta | None:
-        """The next delta of a stream that has said something, None at its end. A broken
-        connection after the model finished ends it (only trailing chunks were lost)."""
-        try:
-            chunk = await anext(opened.stream, _END)
-            return None if chunk is _END else chunk_to_delta(chunk)
-        except Exception as exc:
-            failure = classify(exc)
-            if failure is None:
-                raise
-            secrets = self._factory.secrets()
-            if opened.received.complete and failure.retryable:
-                reason = redact_secrets(failure.reason, secrets)
-                log.debug("%s: stream broke after finishing (%s)", self._context, reason)
-                return None
-            if failure.retryable and failure.max_retries is None:  # the connection broke
-                cause = redact_secrets(failure.reason, secrets)
-                error = stream_interrupted(opened.received, self._context, cause=cause)
-            else:
-                context = f"{self._context} (stream interrupted)"
-                error = self.retry.translate(exc, failure, context=context, redact=secrets)
-            raise chained(error, exc, secrets) from exc
+    def _check_finished(self, received: MessageAccumulator) -> None:
+        """A stream that ended without a finish_reason was cut off; one with neither text nor a
+        tool call (reasoning only) is empty."""
+        if received.finish_reason is None:
+            raise stream_interrupted(received, self._context)
+        if not received.content.strip() and not received.tool_call_count:
+            raise EmptyReply(
+                "no text and no tool call, only reasoning",
+                source=self._context,
+                finish_reason=received.finish_reason,
+            )
 
     def _ended_before_output(self, stream: Any, received: MessageAccumulator) -> Exception:
         """The error for a stream that ended before any chunk with text or a tool call."""
@@ -296,17 +323,6 @@ class OpenAILike(OpenAIEndpoint):
 
 _END: Any = object()
 """What ``anext`` returns at the end of a stream (a chunk may be JSON ``null``)."""
-
-
-@dataclass(slots=True)
-class _OpenStream:
-    """A stream that has said something: its chunks, the deltas read so far, what it holds."""
-
-    stream: Any
-    held: list[MessageDelta]
-    received: MessageAccumulator
-    slot: asyncio.Semaphore | None
-    reservation: Reservation | None
 
 
 def _says_something(delta: MessageDelta) -> bool:
