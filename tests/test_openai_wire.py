@@ -28,6 +28,7 @@ from promptimus.testing import FakeOpenAIServer, Fault
 from promptimus.tools import Tool
 from promptimus.transport import RetryPolicy
 from promptimus.transport.event_stream import SSEDecoder
+from promptimus.transport.openai_wire import OpenAIConnection
 
 Provider = OpenAILike | OpenAILikeEmbedder
 
@@ -239,6 +240,22 @@ async def test_the_reused_request_carries_the_clients_cookies_of_the_moment(
     assert sorted(srv.requests[1].headers["cookie"].split("; ")) == ["route=r2", "session=s1"]
     assert llm._factory.connection().direct_paths == {"/chat/completions"}
     await http.aclose()
+
+
+async def test_a_client_that_sends_idempotency_keys_never_reuses_a_request(
+    srv: FakeOpenAIServer,
+) -> None:
+    http = openai.DefaultAsyncHttpxClient()
+    client = openai.AsyncOpenAI(api_key=srv.api_key, base_url=srv.base_url, http_client=http)
+    client._idempotency_header = "Idempotency-Key"  # as SDKs for other APIs do: one per request
+    connection = OpenAIConnection(client, http, direct=True)
+    body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+    for _ in range(2):
+        await connection.post("/chat/completions", body)
+    keys = [request.headers["idempotency-key"] for request in srv.requests]
+    assert len(set(keys)) == 2
+    assert not connection.direct and connection.direct_paths == frozenset()
+    await client.close()
 
 
 @pytest.mark.parametrize("sdk_requests", [False, True])

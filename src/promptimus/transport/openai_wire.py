@@ -15,8 +15,9 @@ SDK's own client, in one of two ways:
   as a template (its URL, headers, timeout and other extensions), and later calls to the same
   path send an ``httpx`` request made from it with only the body changed, through the SDK's own
   HTTP client (its connection pool, proxies, event hooks). This is only for clients whose
-  requests the SDK builds the same every time: a fixed API key, and no client option outside
-  `STATIC_CLIENT_OPTIONS`. The client's cookies are set on each request, as the SDK would.
+  requests the SDK builds the same every time: a fixed API key, no client option outside
+  `STATIC_CLIENT_OPTIONS`, no custom auth and no idempotency key. The client's cookies are set
+  on each request, as the SDK would.
 
 Either way errors are the SDK's: a non-2xx status raises the SDK's status error for it (built by
 the client, as ``create`` would), a timeout ``APITimeoutError``, any other transport failure
@@ -173,6 +174,8 @@ class OpenAIConnection:
         self.direct = (
             direct
             and client.custom_auth is None
+            # a client that sends an idempotency key builds each request with a new one
+            and not getattr(client, "_idempotency_header", None)
             and callable(getattr(client, "_make_status_error_from_response", None))
         )
         self._templates: dict[str, _Template] = {}
