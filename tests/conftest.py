@@ -36,3 +36,59 @@ def exporter() -> Iterator[Any]:
     with instrument(provider):
         yield memory
     provider.shutdown()
+
+
+# --- real database servers (see tests/servers.py): one of each per test run ------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[Any]:
+    from servers import start_postgres
+
+    server = start_postgres()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[Any]:
+    from servers import start_redis
+
+    server = start_redis()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def postgres_url(postgres_server: Any) -> str:
+    """A new, empty database on the test run's PostgreSQL server."""
+    return postgres_server.new_database()  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def redis_url(redis_server: Any) -> str:
+    """The test run's Redis server, emptied for this test."""
+    client = redis_server.client()
+    try:
+        client.flushall()
+    finally:
+        client.close()
+    return redis_server.url  # type: ignore[no-any-return]
+
+
+@pytest.fixture(params=["sqlite", "postgres", "redis"])
+def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
+    """One session store kind per run of the test (tests/store_backends.py), on a fresh file or
+    database."""
+    from store_backends import Backend
+
+    kind = request.param
+    if kind == "sqlite":
+        return Backend(kind, str(tmp_path / "sessions.db"))
+    if kind == "postgres":
+        return Backend(kind, request.getfixturevalue("postgres_url"))
+    return Backend(kind, request.getfixturevalue("redis_url"))

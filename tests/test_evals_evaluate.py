@@ -159,6 +159,18 @@ async def test_an_exception_is_a_row_and_the_run_goes_on() -> None:
     assert report.rows[1].output is None and "boom on q1" in report.rows[1].feedback
 
 
+class FansOut(Module):
+    async def forward(self, history: str) -> str:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(Flaky().forward("q1"))
+        return "never"
+
+
+async def test_a_failed_task_group_is_reported_by_what_failed_in_it() -> None:
+    report = await run(FansOut(), data(1), exact_match)
+    assert [r.error for r in report.errors] == ["RuntimeError: boom on q1"]
+
+
 async def test_a_metric_that_raises_is_a_row_too() -> None:
     def picky(example: Example, output: Any) -> float:
         if example.metadata["id"] == 2:

@@ -8,7 +8,20 @@ import sys
 
 import pytest
 
-HEAVY = ["openai", "chromadb", "httpx", "numpy", "opentelemetry", "tomlkit", "tqdm", "mcp"]
+HEAVY = [
+    "openai",
+    "chromadb",
+    "httpx",
+    "numpy",
+    "opentelemetry",
+    "tomlkit",
+    "tqdm",
+    "mcp",
+    "psycopg",
+    "psycopg_pool",
+    "redis",
+    "ray",
+]
 
 
 def imported_after(code: str) -> list[str]:
@@ -47,6 +60,14 @@ def imported_after(code: str) -> list[str]:
         "import promptimus.mcp",
         "import promptimus.mcp.serve_command",
         "import promptimus.tools.tool",
+        "import promptimus.sessions",
+        "from promptimus.sessions import PostgresSessionStore, RedisSessionStore, SessionStore",
+        "import promptimus; promptimus.sessions.SQLiteSessionStore",
+        # building the network stores connects nothing and imports no driver until first use
+        "from promptimus.sessions import PostgresSessionStore, RedisSessionStore\n"
+        "PostgresSessionStore('postgresql://u:p@db/app'); RedisSessionStore('redis://db:6379/0')",
+        "from promptimus.distributed import RayRunner; RayRunner(num_workers=2)",
+        "from promptimus.evals import Runner, InProcessRunner, evaluate",
     ],
 )
 def test_import_pulls_in_no_heavy_dependency(code: str) -> None:
@@ -185,3 +206,46 @@ def test_the_llm_wrappers_stay_light_and_sqlite_loads_only_for_sqlite_cache() ->
     seen = subprocess.run([sys.executable, "-c", used], capture_output=True, text=True, timeout=60)
     assert seen.returncode == 0, seen.stderr
     assert seen.stdout.strip().splitlines()[-1] == "true"
+
+
+def test_session_stores_import_their_drivers_only_when_used() -> None:
+    # the probe can see them: a store that talks to its server has imported its driver
+    for store, driver in (("PostgresSessionStore", "psycopg"), ("RedisSessionStore", "redis")):
+        code = (
+            "import asyncio, contextlib\n"
+            f"from promptimus.sessions import {store}\n"
+            f"store = {store}('postgresql://u@127.0.0.1:1/x' if '{driver}' == 'psycopg' "
+            "else 'redis://127.0.0.1:1/0', timeout=0.5)\n"
+            "with contextlib.suppress(Exception):\n"
+            "    asyncio.run(store.list_sessions())\n"
+        )
+        assert driver in imported_after(code)
+
+
+def test_import_promptimus_sessions_does_not_import_sqlite() -> None:
+    probe = "import sys, promptimus.sessions\nprint('sqlite3' in sys.modules)\n"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"
+
+
+def test_import_promptimus_never_imports_the_ray_runner() -> None:
+    probe = (
+        "import sys, promptimus, promptimus.evals, promptimus.optim\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('promptimus.distributed', 'ray'))))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"
+    # the probe can see Ray: a runner imports it when it first prepares, and not before
+    used = (
+        "from promptimus.distributed.ray_runner import _ray\n_ray()\n"
+        "import sys\nprint('ray' in sys.modules)\n"
+    )
+    seen = subprocess.run([sys.executable, "-c", used], capture_output=True, text=True, timeout=60)
+    assert seen.returncode == 0, seen.stderr
+    assert seen.stdout.strip().splitlines()[-1] == "True"

@@ -66,19 +66,19 @@ def test_the_fast_check_and_jsonschema_agree(arguments: dict[str, Any]) -> None:
     valid_for_jsonschema = not list(tool._validator.iter_errors(arguments))
     assert tool._accepts(arguments) is valid_for_jsonschema
     if valid_for_jsonschema:
-        assert tool._validated(arguments) == arguments
+        assert tool.validate(arguments) == arguments
     else:
         with pytest.raises(ToolArgumentsError, match="'forecast': invalid arguments"):
-            tool._validated(arguments)
+            tool.validate(arguments)
 
 
 def test_a_schema_jsonschema_rs_cannot_compile_is_still_checked_by_jsonschema() -> None:
     schema = {"type": "object", "properties": {"n": {"type": "integer", "minimum": "5"}}}
     assert _fast_check(schema) is None
     tool = make_tool(schema)
-    assert tool._validated({}) == {}
+    assert tool.validate({}) == {}
     with pytest.raises(ToolArgumentsError, match="n: 'x' is not of type 'integer'"):
-        tool._validated({"n": "x"})
+        tool.validate({"n": "x"})
 
 
 class _Counting(http.server.BaseHTTPRequestHandler):
@@ -119,9 +119,9 @@ def test_a_remote_ref_in_a_servers_schema_is_never_fetched(schema_host: str) -> 
     }
     tool = make_tool(schema)
     # what this side cannot check, the server judges; the rest is still checked here
-    assert tool._validated({"n": "x"}) == {"n": "x"}
+    assert tool.validate({"n": "x"}) == {"n": "x"}
     with pytest.raises(ToolArgumentsError, match="m: 'y' is not of type 'integer'"):
-        tool._validated({"m": "y"})
+        tool.validate({"m": "y"})
     assert _Counting.hits == []
 
 
@@ -133,12 +133,12 @@ def test_the_rest_of_the_arguments_is_checked_beside_a_remote_ref(schema_host: s
         "properties": {"n": {"$ref": f"{schema_host}/n.json"}, "m": {"type": "integer"}},
     }
     tool = make_tool(schema)
-    assert tool._validated({"n": "x", "m": 3}) == {"n": "x", "m": 3}
+    assert tool.validate({"n": "x", "m": 3}) == {"n": "x", "m": 3}
     with pytest.raises(ToolArgumentsError, match="m: 'y' is not of type 'integer'"):
-        tool._validated({"n": "x", "m": "y"})
+        tool.validate({"n": "x", "m": "y"})
     # a pointer into the unfetched document cannot be followed: the server judges it all
     pointing = {"type": "object", "properties": {"n": {"$ref": f"{schema_host}/d.json#/a"}}}
-    assert make_tool(pointing)._validated({"n": "x"}) == {"n": "x"}
+    assert make_tool(pointing).validate({"n": "x"}) == {"n": "x"}
     assert _Counting.hits == []
 
 
@@ -158,8 +158,8 @@ def test_nan_and_infinity_are_not_json_numbers(arguments: Any, said: str) -> Non
     # without a `type` let them through, and the server got something other than a number
     tool = make_tool({"type": "object", "properties": {"n": {"maximum": 10}}})
     with pytest.raises(ToolArgumentsError, match=f"not valid JSON \\({said}\\)"):
-        tool._validated(arguments)
-    assert tool._validated('{"n": 1.5e0}') == {"n": 1.5}
+        tool.validate(arguments)
+    assert tool.validate('{"n": 1.5e0}') == {"n": 1.5}
 
 
 @pytest.mark.parametrize(
@@ -183,11 +183,11 @@ def test_the_fast_check_uses_the_draft_jsonschema_picked(declared: str) -> None:
         },
     }
     tool = make_tool(schema)
-    assert tool._validated({"name": "x", "pair": [1]}) == {"name": "x", "pair": [1]}
+    assert tool.validate({"name": "x", "pair": [1]}) == {"name": "x", "pair": [1]}
     with pytest.raises(ToolArgumentsError, match="name: 3 is not of type 'string'"):
-        tool._validated({"name": 3})
+        tool.validate({"name": 3})
     with pytest.raises(ToolArgumentsError, match="pair/0: 'a' is not of type 'integer'"):
-        tool._validated({"pair": ["a"]})
+        tool.validate({"pair": ["a"]})
 
 
 def test_a_pattern_pythons_re_cannot_read_is_a_tool_error_not_a_crash() -> None:
@@ -195,9 +195,9 @@ def test_a_pattern_pythons_re_cannot_read_is_a_tool_error_not_a_crash() -> None:
     # jsonschema raised `re.error` out of the call, which ended the agent's whole run
     schema = {"type": "object", "properties": {"word": {"type": "string", "pattern": r"^\p{L}+$"}}}
     tool = make_tool(schema)
-    assert tool._validated({"word": "Straße"}) == {"word": "Straße"}
+    assert tool.validate({"word": "Straße"}) == {"word": "Straße"}
     with pytest.raises(ToolArgumentsError, match=r'word: "123" does not match'):
-        tool._validated({"word": "123"})
+        tool.validate({"word": "123"})
 
 
 def test_a_schema_naming_a_draft_jsonschema_does_not_know_is_read_as_the_newest() -> None:
@@ -210,4 +210,4 @@ def test_a_schema_naming_a_draft_jsonschema_does_not_know_is_read_as_the_newest(
         warnings.simplefilter("error")
         tool = make_tool(schema)
     with pytest.raises(ToolArgumentsError, match="'a' is a required property"):
-        tool._validated({})
+        tool.validate({})

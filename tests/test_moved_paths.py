@@ -1,7 +1,8 @@
 """Names that moved to another tier are still served, as the very same objects, at every path
 they had: the provider Protocols (now `promptimus.protocols`), `SearchHit` (`promptimus.dto`),
 provider calls, usage, pricing and budgets (`promptimus.observe`), `LLMReranker`
-(`promptimus.modules`)."""
+(`promptimus.modules`), `Prompt`, `DynamicPrompt` and the template helpers
+(`promptimus.prompts`), the run records (`promptimus.dto`)."""
 
 from __future__ import annotations
 
@@ -76,6 +77,26 @@ SAME = [
     ("promptimus.rerankers.llm", "LLMReranker", "promptimus.modules.llm_reranker", "LLMReranker"),
     ("promptimus.rerankers.llm", "parse_scores", "promptimus.modules.llm_reranker", "parse_scores"),
     ("promptimus.modules", "LLMReranker", "promptimus.modules.llm_reranker", "LLMReranker"),
+    ("promptimus", "Prompt", "promptimus.prompts", "Prompt"),
+    ("promptimus.modules", "Prompt", "promptimus.prompts", "Prompt"),
+    ("promptimus.modules.prompt", "Prompt", "promptimus.prompts.prompt", "Prompt"),
+    ("promptimus.agents", "DynamicPrompt", "promptimus.prompts", "DynamicPrompt"),
+    ("promptimus.modules", "DynamicPrompt", "promptimus.prompts", "DynamicPrompt"),
+    (
+        "promptimus.agents.dynamic_prompt",
+        "DynamicPrompt",
+        "promptimus.prompts.dynamic_prompt",
+        "DynamicPrompt",
+    ),
+    ("promptimus.agents.dynamic_prompt", "PromptFn", "promptimus.prompts", "PromptFn"),
+    ("promptimus.template", "format_template", "promptimus.prompts", "format_template"),
+    ("promptimus.template", "parse_template", "promptimus.prompts", "parse_template"),
+    ("promptimus.template", "template_fields", "promptimus.prompts", "template_fields"),
+    ("promptimus.agents", "RunRecord", "promptimus.dto", "RunRecord"),
+    ("promptimus.agents.run_record", "RunRecord", "promptimus.dto.run_record", "RunRecord"),
+    ("promptimus.agents.run_record", "StepRecord", "promptimus.dto", "StepRecord"),
+    ("promptimus.agents.run_record", "ToolCallRecord", "promptimus.dto", "ToolCallRecord"),
+    ("promptimus.modules", "ToolCallRecord", "promptimus.dto", "ToolCallRecord"),
 ]
 
 

@@ -58,6 +58,7 @@ def test_the_tutorials_exist() -> None:
         "step_4_tool_calling_agents.ipynb",
         "step_5_tracing.ipynb",
         "step_6_training.ipynb",
+        "step_7_serving.ipynb",
     ]
 
 

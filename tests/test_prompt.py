@@ -84,3 +84,60 @@ def test_prompt_checkpoint_round_trip(tmp_path):
     assert loaded.prompt.value == "Line one\nLine {two}\n"
     assert loaded.role.value == "user"
     assert loaded.digest() == prompt.digest()
+
+
+# --- one interface for Prompt and DynamicPrompt -------------------------------------------------
+
+
+async def test_a_prompt_renders_the_same_through_the_shared_interface():
+    from promptimus.prompts import BasePrompt
+
+    prompt = Prompt("Be {tone}.", demos=[["q", "a"]])
+    history = [pm.Message(role="user", content="hi")]
+
+    assert isinstance(prompt, BasePrompt)
+    assert await prompt.arender(history, tone="kind") == prompt.render(history, tone="kind")
+    prepared = await prompt.prepare()
+    assert prepared.template == "Be {tone}."
+    assert [m.content for m in prepared.render(None, tone="brief")] == ["Be brief.", "q", "a"]
+
+
+async def test_a_dynamic_prompt_computes_once_and_renders_with_any_variables():
+    from promptimus.prompts import BasePrompt, DynamicPrompt
+    from promptimus.tools import RunContext
+
+    steps: list[int] = []
+
+    async def instructions(ctx: RunContext) -> str:
+        steps.append(ctx.step)
+        return f"Step {ctx.step}."
+
+    prompt = DynamicPrompt(instructions, suffix="Tools: {tools}")
+    assert isinstance(prompt, BasePrompt)
+
+    prepared = await prompt.prepare(RunContext(step=3))
+    first = prepared.render(None, tools="a, b")
+    second = prepared.render([pm.Message(role="user", content="hi")], tools="a")
+
+    assert steps == [3]  # the callable ran once for both renderings
+    assert prepared.template is None
+    assert [m.content for m in first] == ["Step 3.\n\nTools: a, b"]
+    assert [m.content for m in second] == ["Step 3.\n\nTools: a", "hi"]
+    assert await prompt.arender(None, RunContext(step=4), tools="c") == [
+        pm.Message(role="system", content="Step 4.\n\nTools: c")
+    ]
+
+
+def test_check_variables_fails_as_rendering_would_without_computing_anything():
+    from promptimus.prompts import DynamicPrompt
+
+    calls: list[object] = []
+    dynamic = DynamicPrompt(lambda ctx: calls.append(ctx) or "text", suffix="Use {tool_desc}")
+
+    with pytest.raises(PromptFormatError, match="tool_desc"):
+        dynamic.check_variables({})
+    with pytest.raises(PromptFormatError, match="lang"):
+        Prompt("Answer in {lang}.").check_variables({"tone": "kind"})
+    dynamic.check_variables({"tool_desc": "x"})
+    Prompt("Answer in {lang}.").check_variables({"lang": "French"})
+    assert calls == []

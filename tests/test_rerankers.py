@@ -204,6 +204,26 @@ async def test_api_reranker_skips_the_request_when_nothing_to_rank(srv: FakeOpen
     assert srv.rerank.requests == []
 
 
+async def test_api_reranker_without_a_key_sends_no_authorization(
+    srv: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # never read by the reranker
+    reranker = OpenAILikeReranker(
+        "r",
+        base_url=srv.base_url,
+        call_kwargs={"return_documents": False},
+        extra_body={"truncate": True},
+        headers={"X-Team": "search"},
+    )
+    assert ids(await reranker.rerank("Paris", DOCS[:2])) == ["d1", "d0"]
+    sent = srv.requests[-1].headers
+    assert "authorization" not in sent
+    assert sent["x-team"] == "search"
+    body = srv.rerank.requests[-1]
+    assert (body["return_documents"], body["truncate"]) == (False, True)
+    await reranker.aclose()
+
+
 def test_api_reranker_needs_a_base_url() -> None:
     with pytest.raises(ProviderConfigError, match="base_url"):
         OpenAILikeReranker("r")

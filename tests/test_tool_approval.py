@@ -35,6 +35,7 @@ from promptimus.errors import (
     RunStateConsumed,
     RunStateError,
     RunStateMismatch,
+    SubAgentPaused,
 )
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.tools.composite_tool import CompositeTool
@@ -547,4 +548,30 @@ async def test_a_sub_agent_that_pauses_fails_its_parent_with_a_clear_error(
 
     with pytest.raises(ApprovalRequired, match="cannot be resumed through its parent"):
         await asyncio.wait_for(parent.run("go"), BOUND)
+    assert files.deleted == [] and list(parent.memory.data) == []
+
+
+@pytest.mark.parametrize("how", ["forward", "run", "stream"])
+async def test_the_caller_of_a_paused_sub_agent_raises_where_the_tool_call_is_made(
+    srv: FakeOpenAIServer, how: str
+) -> None:
+    files = Files()
+    child = OpenaiToolCallingAgent("child", files.tools())
+    parent = OpenaiToolCallingAgent("parent", [Tool.from_module(child, name="janitor")])
+    parent.with_llm(make_llm(srv))
+    srv.chat.script(
+        Reply(tool_calls=[ToolCall("janitor", {"request": "clean"}, id="p1")]), mixed_reply()
+    )
+
+    with pytest.raises(SubAgentPaused, match="cannot be resumed through its parent") as caught:
+        if how == "stream":
+            _ = [event async for event in parent.stream("go")]
+        else:
+            await asyncio.wait_for(getattr(parent, how)("go"), BOUND)
+
+    paused = caught.value
+    assert isinstance(paused, ApprovalRequired)
+    assert paused.tool == "janitor" and "'janitor'" in str(paused)
+    assert paused.result.status == "needs_approval"  # the sub-agent's own paused result
+    assert [p.tool for p in paused.result.pending] == ["delete"]
     assert files.deleted == [] and list(parent.memory.data) == []

@@ -175,9 +175,11 @@ async def test_streamed_agent_run_has_the_same_tree_and_the_streamed_reply(
 
     assert events[-1].output.content == "It is sunny."
     spans = exporter.get_finished_spans()
+    # the tree of an unstreamed run: every model call goes through the prompt module
     assert tree(spans) == [
         ("root", None, "AGENT"),
-        ("root.predictor.prompt.llm", "root", "LLM"),
+        ("root.predictor.prompt", "root", "CHAIN"),
+        ("root.predictor.prompt.llm", "root.predictor.prompt", "LLM"),
     ]
     a = attrs(one(spans, "root.predictor.prompt.llm"))
     assert a["gen_ai.request.stream"] is True

@@ -35,7 +35,7 @@ _LAZY: dict[str, str] = {
     "MessageDelta": "dto",
     "ToolCallDelta": "dto",
     "History": "dto",
-    "Prompt": "modules.prompt",
+    "Prompt": "prompts.prompt",
     "track_usage": "promptimus.observe.usage",
     "budget": "promptimus.observe.budget",
     "BudgetExceeded": "errors",
@@ -45,6 +45,7 @@ _SUBMODULES = {
     "llms",
     "modules",
     "agents",
+    "prompts",
     "tools",
     "embedders",
     "vector_stores",
@@ -55,6 +56,7 @@ _SUBMODULES = {
     "ops",
     "common",
     "evals",
+    "sessions",
 }
 
 if TYPE_CHECKING:
@@ -75,9 +77,9 @@ if TYPE_CHECKING:
     from .dto import ToolRequest as ToolRequest
     from .dto import Usage as Usage
     from .errors import BudgetExceeded as BudgetExceeded
-    from .modules.prompt import Prompt as Prompt
     from .observe.budget import budget as budget
     from .observe.usage import track_usage as track_usage
+    from .prompts.prompt import Prompt as Prompt
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals(), submodules=_SUBMODULES)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import warnings
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
@@ -45,32 +44,6 @@ def lazy_exports(
         return sorted({*namespace, *names, *subpackages})
 
     return __getattr__, __dir__
-
-
-def deprecated_exports(
-    package: str, names: Mapping[str, str], fallback: Callable[[str], Any] | None = None
-) -> Callable[[str], Any]:
-    """Return a ``__getattr__`` serving old names of ``package`` (kept for code written against
-    the original promptimus). ``names`` maps an old name to the absolute ``promptimus.…`` path
-    of what it is now; each access emits one ``DeprecationWarning`` naming that path, and is not
-    cached, so every place that still uses the old name hears about it. Other names go to
-    ``fallback`` (e.g. a ``lazy_exports`` ``__getattr__``)."""
-
-    def __getattr__(name: str) -> Any:
-        target = names.get(name)
-        if target is None:
-            if fallback is not None:
-                return fallback(name)
-            raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        module, _, attr = target.rpartition(".")
-        warnings.warn(
-            f"{package}.{name} is deprecated; use {target} instead.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return getattr(importlib.import_module(module), attr)
-
-    return __getattr__
 
 
 def moved_modules(package: str, moved: Mapping[str, str]) -> None:

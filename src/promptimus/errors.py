@@ -1,6 +1,90 @@
-"""The error hierarchy. Every error promptimus raises on purpose is a `PromptimusError`.
+"""The error hierarchy. Every error promptimus raises on purpose is a `PromptimusError`, and its
+message says what went wrong *and* what to do about it. Some errors are also a built-in
+exception (in parentheses), so `except ValueError:` and friends keep catching them.
 
-Messages say what went wrong *and* what to do about it.
+    PromptimusError
+    ├── InvalidArgument (ValueError)
+    │   └── UnencodableText
+    ├── OptionalDependencyMissing (ImportError)
+    ├── ModuleError
+    │   ├── RecursiveModule
+    │   └── ModuleTooDeep
+    ├── ParamNotSet
+    ├── InvalidParameterValue (TypeError)
+    ├── ProviderNotSet
+    │   ├── LLMNotSet · EmbedderNotSet · VectorStoreNotSet · RerankerNotSet
+    ├── SyncCallInLoop
+    ├── PromptFormatError
+    ├── CheckpointError
+    │   ├── CheckpointSyntaxError
+    │   ├── CheckpointMismatch
+    │   ├── CheckpointTooDeep
+    │   ├── CheckpointWriteError (OSError)
+    │   └── CheckpointReferenceError
+    │       ├── UnsafeReference
+    │       └── ReferenceTooLarge
+    ├── FileRefused
+    │   ├── NotARegularFile
+    │   └── FileTooLarge
+    ├── ProviderError
+    │   ├── ProviderConfigError
+    │   │   └── ModelResolutionError
+    │   ├── UnknownRequestOption (TypeError)
+    │   ├── ProviderUnavailable
+    │   │   ├── RetryBudgetExhausted
+    │   │   ├── StreamInterrupted
+    │   │   └── AllProvidersFailed
+    │   ├── ProviderResponseError
+    │   │   ├── RequestRejected
+    │   │   │   └── ContextWindowExceeded
+    │   │   └── MalformedReply
+    │   │       └── EmptyReply
+    │   └── OutputTruncated
+    ├── ResponseCacheError
+    ├── VectorStoreError
+    │   ├── TextSearchUnsupported (NotImplementedError)
+    │   ├── InvalidFilter (ValueError)
+    │   ├── InvalidEmbedding (ValueError)
+    │   ├── VectorIndexCorrupted
+    │   └── VectorStoreRecoveryError
+    ├── EmptyMemory (IndexError)
+    ├── FailedToParseOutput
+    ├── ToolError
+    │   ├── ToolArgumentsError
+    │   ├── ToolExecutionError
+    │   │   ├── ToolTimeout
+    │   │   └── MCPResultUnknown (also an MCPError)
+    │   ├── DuplicateToolName
+    │   └── InvalidToolName (ValueError)
+    ├── ModelJSONTooComplex (json.JSONDecodeError)
+    ├── ReactParseError
+    ├── MaxIterExceeded
+    ├── AgentNestingTooDeep
+    ├── ApprovalRequired
+    │   └── SubAgentPaused
+    ├── RunStateError
+    │   └── RunStateMismatch · RunStateConsumed · MissingApproval
+    ├── MCPError
+    ├── SessionStateError
+    ├── SessionStoreError
+    │   └── SessionStoreUnavailable · SessionStoreFull · SessionStoreCorrupt
+    ├── BudgetExceeded
+    ├── EvalError
+    │   ├── DatasetError (ValueError)
+    │   │   └── EmptyDataset
+    │   ├── MetricResultError (TypeError)
+    │   ├── CallBudgetExceeded
+    │   └── RunnerError
+    │       ├── NotPicklable
+    │       │   └── ModuleNotPicklable
+    │       └── WorkerSetupFailed · WorkersUnavailable · WorkerLost
+    ├── OptimizationError
+    │   └── NothingToTrain · EmptyTrainingData · BudgetTooSmall
+    └── ScriptExhausted · FakeServerError · InvalidEmbeddingDimensions (ValueError)
+
+The sections below follow the tiers: the base and argument errors, the module tree, checkpoints,
+providers, stores, prebuilt modules, tools, agents, MCP, budgets, evaluation and training, and
+the test doubles.
 """
 
 from __future__ import annotations
@@ -8,14 +92,35 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ._lazy import deprecated_exports
+from ._compat_seam import compat_names
+
+# --- the base and bad arguments ------------------------------------------------------------------
 
 
 class PromptimusError(Exception):
     """Base class of every error promptimus raises on purpose."""
 
 
-# --- module tree -------------------------------------------------------------------------------
+class InvalidArgument(PromptimusError, ValueError):
+    """A function was called with an argument it cannot use."""
+
+
+class UnencodableText(InvalidArgument):
+    """A request holds text that UTF-8 cannot encode: a lone surrogate such as ``"\\ud800"``,
+    usually from bytes decoded with ``errors="surrogateescape"`` (file names, environment
+    variables, subprocess output). Raised before the request is sent; ``where`` names the
+    field (``messages[2].content``)."""
+
+    def __init__(self, message: str, *, where: str = "") -> None:
+        super().__init__(message)
+        self.where = where
+
+
+class OptionalDependencyMissing(PromptimusError, ImportError):
+    """A feature needs a package that is not installed; the message names the one to install."""
+
+
+# --- the module tree and calling modules ---------------------------------------------------------
 
 
 class ModuleError(PromptimusError):
@@ -24,6 +129,10 @@ class ModuleError(PromptimusError):
 
 class RecursiveModule(ModuleError):
     """Registering a module would make the tree contain a cycle."""
+
+
+class ModuleTooDeep(ModuleError):
+    """Registering a module would make a tree deeper than `promptimus.core.MAX_MODULE_DEPTH`."""
 
 
 class ParamNotSet(PromptimusError):
@@ -54,7 +163,15 @@ class RerankerNotSet(ProviderNotSet):
     """No reranker was set on the module or any of its ancestors."""
 
 
-# --- checkpoints -------------------------------------------------------------------------------
+class SyncCallInLoop(PromptimusError):
+    """`run_sync` was called from inside a running event loop."""
+
+
+class PromptFormatError(PromptimusError):
+    """A prompt template could not be formatted with the given variables."""
+
+
+# --- checkpoints and the files they read ---------------------------------------------------------
 
 
 class CheckpointError(PromptimusError):
@@ -69,12 +186,28 @@ class CheckpointMismatch(CheckpointError):
     """The checkpoint's keys or value types do not fit the module."""
 
 
+class CheckpointTooDeep(CheckpointError):
+    """A checkpoint nests tables or lists deeper than a module tree or a value can be
+    (`promptimus.core.MAX_MODULE_DEPTH`, `promptimus.core.MAX_VALUE_DEPTH`)."""
+
+
+class CheckpointWriteError(CheckpointError, OSError):
+    """A checkpoint could not be written (the path is a folder, the disk or a file-size limit is
+    full, a name cannot be encoded). The previous file, if any, is left as it was. An `OSError`
+    too, so `except OSError` around a save keeps working."""
+
+
 class CheckpointReferenceError(CheckpointError):
     """A `${file:...}` or `${pkg:...}` reference could not be resolved."""
 
 
 class UnsafeReference(CheckpointReferenceError):
     """A `${file:...}` reference points outside the checkpoint's folder."""
+
+
+class ReferenceTooLarge(CheckpointReferenceError):
+    """A referenced file, or the checkpoint with every reference expanded, is larger than the
+    limit `load()` was given (`max_file_bytes`, `max_expanded_chars`)."""
 
 
 class FileRefused(PromptimusError):
@@ -94,39 +227,7 @@ class FileTooLarge(FileRefused):
     """The file holds more bytes than the limit it was read with (`max_file_bytes`)."""
 
 
-# --- calling modules ---------------------------------------------------------------------------
-
-
-class SyncCallInLoop(PromptimusError):
-    """`run_sync` was called from inside a running event loop."""
-
-
-class PromptFormatError(PromptimusError):
-    """A prompt template could not be formatted with the given variables."""
-
-
-class MaxIterExceeded(PromptimusError):
-    """An agent used up its step budget without producing a final answer."""
-
-    def __init__(self, message: str, messages: list | None = None) -> None:
-        super().__init__(message)
-        self.messages = list(messages or [])
-
-
-class FailedToParseOutput(PromptimusError):
-    """Structured output failed validation on every attempt."""
-
-    def __init__(self, message: str, raw: list[str] | None = None, errors: list[str] | None = None):
-        super().__init__(message)
-        self.raw = list(raw or [])
-        self.errors = list(errors or [])
-
-
-class ToolError(PromptimusError):
-    """A tool was defined or called incorrectly."""
-
-
-# --- providers ---------------------------------------------------------------------------------
+# --- providers: requests, replies and what wraps them --------------------------------------------
 
 
 class ProviderError(PromptimusError):
@@ -137,24 +238,21 @@ class ProviderConfigError(ProviderError):
     """A provider is missing configuration (API key, base URL, model name)."""
 
 
+class ModelResolutionError(ProviderConfigError):
+    """A model string like "openai:gpt-4o-mini" could not be resolved to a provider."""
+
+
+class UnknownRequestOption(ProviderError, TypeError):
+    """A provider call was given a request option the API client does not know (a
+    ``TypeError`` too, as the SDK's own methods raise for an unknown keyword)."""
+
+
 class ProviderUnavailable(ProviderError):
     """The provider could not be reached, or kept failing after every retry."""
 
 
 class RetryBudgetExhausted(ProviderUnavailable):
     """Every retry failed; the last error is attached as `__cause__`."""
-
-
-class ProviderResponseError(ProviderError):
-    """The provider answered with an error that retrying will not fix (4xx, malformed body)."""
-
-
-class OutputTruncated(ProviderError):
-    """The model stopped because it hit its token limit (finish_reason == "length")."""
-
-
-class ModelResolutionError(ProviderConfigError):
-    """A model string like "openai:gpt-4o-mini" could not be resolved to a provider."""
 
 
 class StreamInterrupted(ProviderUnavailable):
@@ -177,6 +275,21 @@ class StreamInterrupted(ProviderUnavailable):
         self.content_chars = content_chars
         self.tool_calls = tool_calls
         self.finish_reason = finish_reason
+
+
+class AllProvidersFailed(ProviderUnavailable):
+    """Every provider of a `FallbackLLM` failed with a provider error (unavailable, rate
+    limited, 5xx, timeout, malformed reply). ``failures`` holds ``(model_name, error)`` per
+    provider in the order tried; the last error is attached as ``__cause__``. A
+    `ProviderUnavailable`, so a chain nested in another chain falls through too."""
+
+    def __init__(self, message: str, failures: list[tuple[str, BaseException]]) -> None:
+        super().__init__(message)
+        self.failures = list(failures)
+
+
+class ProviderResponseError(ProviderError):
+    """The provider answered with an error that retrying will not fix (4xx, malformed body)."""
 
 
 class RequestRejected(ProviderResponseError):
@@ -216,204 +329,6 @@ class ContextWindowExceeded(RequestRejected):
         super().__init__(message, status=status, server_message=server_message)
         self.context_window = context_window
         self.prompt_tokens = prompt_tokens
-
-
-# --- test doubles (added by the llms helper) ---------------------------------------------------
-
-
-class ScriptExhausted(PromptimusError):
-    """A ``ScriptedLLM`` was called more times than it has scripted replies."""
-
-
-class InvalidArgument(PromptimusError, ValueError):
-    """A function was called with an argument it cannot use."""
-
-
-class UnknownRequestOption(PromptimusError, TypeError):
-    """A provider call was given a request option the API client does not know (a
-    ``TypeError`` too, as the SDK's own methods raise for an unknown keyword)."""
-
-
-class EmptyMemory(PromptimusError, IndexError):
-    """A memory operation needs a message, but the memory holds none."""
-
-
-# --- fake server and hashing embedder (added by the fake-server helper) -------------------------
-
-
-class FakeServerError(PromptimusError):
-    """The fake OpenAI server (``promptimus.testing``) could not start or stop."""
-
-
-class InvalidEmbeddingDimensions(PromptimusError, ValueError):
-    """An embedding was requested with fewer than one dimension."""
-
-
-# --- tools (added by the tools helper) ----------------------------------------------------------
-
-
-class ToolArgumentsError(ToolError):
-    """A tool was called with arguments that are not valid JSON or fail validation.
-
-    The message is short and written for the model, so an agent can send it back as the tool
-    result and let the model correct its call.
-    """
-
-
-class ToolExecutionError(ToolError):
-    """The function behind a tool raised; the original exception is attached as `__cause__`."""
-
-
-class UnknownTool(ToolError):
-    """A tool name was requested that is not among the available tools."""
-
-
-class DuplicateToolName(ToolError):
-    """Two tools given to one agent or toolset share a name."""
-
-
-class InvalidToolName(ToolError, ValueError):
-    """A tool name does not match ``^[a-zA-Z0-9_-]{1,64}$`` (the OpenAI rule)."""
-
-
-# --- embedders and vector stores (added by the stores helper) ----------------------------------
-
-
-class VectorStoreError(PromptimusError):
-    """A vector store was used in a way it does not allow, or its data could not be read."""
-
-
-class TextSearchUnsupported(VectorStoreError, NotImplementedError):
-    """``text_search`` was called on a store that only searches by embedding."""
-
-
-class InvalidFilter(VectorStoreError, ValueError):
-    """A ``where`` metadata filter uses an operator or shape the stores do not understand."""
-
-
-class InvalidEmbedding(VectorStoreError, ValueError):
-    """Embeddings have the wrong shape: mismatched lengths, dimensions, or counts."""
-
-
-# --- agents (added by the agents helper) --------------------------------------------------------
-
-
-class ReactParseError(PromptimusError):
-    """A ReACT reply could not be parsed. The message is written for the model: a ReACT agent
-    sends it back as an observation so the model can correct its format."""
-
-
-# --- hardening (added by the harden-agents helper) ---------------------------------------------
-
-
-class ModelJSONTooComplex(PromptimusError, json.JSONDecodeError):
-    """JSON a model wrote is nested deeper, or holds a longer integer, than promptimus decodes
-    (see `promptimus.model_json`). It is a `json.JSONDecodeError`, so code that sends malformed
-    JSON back to the model handles it the same way; the message is written for the model."""
-
-
-class ToolTimeout(ToolExecutionError):
-    """A tool did not return within its timeout. The agent sends the message back to the model
-    as the tool's result; a sync tool's thread may still be running (Python cannot stop it)."""
-
-
-class AgentNestingTooDeep(PromptimusError):
-    """Agent runs nested inside each other (an agent whose tool runs an agent, ...) deeper than
-    the allowed depth, usually a tool that calls its own agent."""
-
-
-# --- vector stores: crash recovery (added by the stores helper) ---------------------------------
-
-
-class VectorIndexCorrupted(VectorStoreError):
-    """A store's on-disk vector index cannot be read (for instance after its process was killed
-    mid-write) while its rows are still on disk. The message names the method that rebuilds
-    the index from those rows (Chroma: ``ChromaVectorStore.rebuild()``)."""
-
-
-class VectorStoreRecoveryError(VectorStoreError):
-    """A rebuild could not recover every committed row, so it changed nothing; the message says
-    which rows lack what."""
-
-
-# --- evaluation (added by the evals helper) ------------------------------------------------------
-
-
-class EvalError(PromptimusError):
-    """An evaluation (`promptimus.evals`) was set up or run in a way it does not allow."""
-
-
-class DatasetError(EvalError, ValueError):
-    """A dataset row or file cannot be read as examples. `line` is the 1-based line (JSONL, CSV)
-    or record number (`from_records`) of the bad row, when there is one."""
-
-    def __init__(self, message: str, *, line: int | None = None) -> None:
-        super().__init__(message)
-        self.line = line
-
-
-class EmptyDataset(DatasetError):
-    """An evaluation was asked to run on no examples."""
-
-
-class MetricResultError(EvalError, TypeError):
-    """A metric returned something other than a number or a `Score` (or a number that is not
-    finite). The run stops at the first such result: every later score would be wrong too."""
-
-
-class CallBudgetExceeded(EvalError):
-    """An evaluation would make more module calls than its `CallCounter` allows. Raised before
-    any call of that evaluation is made."""
-
-
-# --- observability -----------------------------------------------------------------------------
-
-
-class BudgetExceeded(PromptimusError):
-    """A `pm.budget(...)` limit was reached; the request that would exceed it was not sent."""
-
-
-class OptionalDependencyMissing(PromptimusError, ImportError):
-    """A feature needs a package that is not installed; the message names the one to install."""
-
-
-# --- names of the original promptimus 0.1 ------------------------------------------------------
-# `except OldName:` keeps catching what promptimus raises today; each use warns once with the new
-# name. `InvalidToolName` kept its name and is defined above.
-__getattr__ = deprecated_exports(
-    __name__,
-    {
-        "ProviderRetryExceded": "promptimus.errors.RetryBudgetExhausted",
-        "InvalidToolConfig": "promptimus.errors.ToolError",
-        "RefResolutionError": "promptimus.errors.CheckpointReferenceError",
-    },
-)
-
-
-# --- checkpoint and tree limits (added by the harden-core helper) -------------------------------
-
-
-class CheckpointWriteError(CheckpointError, OSError):
-    """A checkpoint could not be written (the path is a folder, the disk or a file-size limit is
-    full, a name cannot be encoded). The previous file, if any, is left as it was. An `OSError`
-    too, so `except OSError` around a save keeps working."""
-
-
-class CheckpointTooDeep(CheckpointError):
-    """A checkpoint nests tables or lists deeper than a module tree or a value can be
-    (`promptimus.core.MAX_MODULE_DEPTH`, `promptimus.core.MAX_VALUE_DEPTH`)."""
-
-
-class ReferenceTooLarge(CheckpointReferenceError):
-    """A referenced file, or the checkpoint with every reference expanded, is larger than the
-    limit `load()` was given (`max_file_bytes`, `max_expanded_chars`)."""
-
-
-class ModuleTooDeep(ModuleError):
-    """Registering a module would make a tree deeper than `promptimus.core.MAX_MODULE_DEPTH`."""
-
-
-# --- malformed replies (added by the provider-hardening helper) ---------------------------------
 
 
 class MalformedReply(ProviderResponseError):
@@ -475,40 +390,118 @@ class EmptyReply(MalformedReply):
         )
 
 
-# --- training (added by the optim helper) -------------------------------------------------------
+class OutputTruncated(ProviderError):
+    """The model stopped because it hit its token limit (finish_reason == "length")."""
 
 
-class OptimizationError(PromptimusError):
-    """An optimizer or `fit` was given something it cannot train with. Raised before any model
-    call, so nothing was spent and the module is unchanged."""
+class ResponseCacheError(PromptimusError):
+    """A response cache (`MemoryCache`, `SQLiteCache`) was configured with values it cannot use,
+    or its file cannot be opened as a cache."""
 
 
-class NothingToTrain(OptimizationError):
-    """The module has no trainable parameter: every text `Parameter` is frozen or unset."""
+# --- vector stores -------------------------------------------------------------------------------
 
 
-class EmptyTrainingData(OptimizationError):
-    """A training or validation set holds no example."""
+class VectorStoreError(PromptimusError):
+    """A vector store was used in a way it does not allow, or its data could not be read."""
 
 
-class BudgetTooSmall(OptimizationError):
-    """The budget cannot even pay for the baseline evaluation of the validation set."""
+class TextSearchUnsupported(VectorStoreError, NotImplementedError):
+    """``text_search`` was called on a store that only searches by embedding."""
 
 
-# --- MCP (promptimus.mcp) ------------------------------------------------------------------------
+class InvalidFilter(VectorStoreError, ValueError):
+    """A ``where`` metadata filter uses an operator or shape the stores do not understand."""
 
 
-class MCPError(PromptimusError):
-    """An MCP server could not be started, reached or used (`promptimus.mcp`)."""
+class InvalidEmbedding(VectorStoreError, ValueError):
+    """Embeddings have the wrong shape: mismatched lengths, dimensions, or counts."""
 
 
-class MCPResultUnknown(MCPError, ToolExecutionError):
-    """The connection to an MCP server was lost after a tool call was sent, so whether the tool
-    ran is unknown. The call is not repeated (the tool may not be safe to run twice); an agent
-    sends the message to the model as the tool's error, and the next call reconnects."""
+class VectorIndexCorrupted(VectorStoreError):
+    """A store's on-disk vector index cannot be read (for instance after its process was killed
+    mid-write) while its rows are still on disk. The message names the method that rebuilds
+    the index from those rows (Chroma: ``ChromaVectorStore.rebuild()``)."""
 
 
-# --- tool approval and resumable runs (promptimus.agents.run_state) ----------------------------
+class VectorStoreRecoveryError(VectorStoreError):
+    """A rebuild could not recover every committed row, so it changed nothing; the message says
+    which rows lack what."""
+
+
+# --- prebuilt modules ----------------------------------------------------------------------------
+
+
+class EmptyMemory(PromptimusError, IndexError):
+    """A memory operation needs a message, but the memory holds none."""
+
+
+class FailedToParseOutput(PromptimusError):
+    """Structured output failed validation on every attempt."""
+
+    def __init__(self, message: str, raw: list[str] | None = None, errors: list[str] | None = None):
+        super().__init__(message)
+        self.raw = list(raw or [])
+        self.errors = list(errors or [])
+
+
+# --- tools ---------------------------------------------------------------------------------------
+
+
+class ToolError(PromptimusError):
+    """A tool was defined or called incorrectly."""
+
+
+class ToolArgumentsError(ToolError):
+    """A tool was called with arguments that are not valid JSON or fail validation.
+
+    The message is short and written for the model, so an agent can send it back as the tool
+    result and let the model correct its call.
+    """
+
+
+class ToolExecutionError(ToolError):
+    """The function behind a tool raised; the original exception is attached as `__cause__`."""
+
+
+class ToolTimeout(ToolExecutionError):
+    """A tool did not return within its timeout. The agent sends the message back to the model
+    as the tool's result; a sync tool's thread may still be running (Python cannot stop it)."""
+
+
+class DuplicateToolName(ToolError):
+    """Two tools given to one agent or toolset share a name."""
+
+
+class InvalidToolName(ToolError, ValueError):
+    """A tool name does not match ``^[a-zA-Z0-9_-]{1,64}$`` (the OpenAI rule)."""
+
+
+# --- agents --------------------------------------------------------------------------------------
+
+
+class ModelJSONTooComplex(PromptimusError, json.JSONDecodeError):
+    """JSON a model wrote is nested deeper, or holds a longer integer, than promptimus decodes
+    (see `promptimus.model_json`). It is a `json.JSONDecodeError`, so code that sends malformed
+    JSON back to the model handles it the same way; the message is written for the model."""
+
+
+class ReactParseError(PromptimusError):
+    """A ReACT reply could not be parsed. The message is written for the model: a ReACT agent
+    sends it back as an observation so the model can correct its format."""
+
+
+class MaxIterExceeded(PromptimusError):
+    """An agent used up its step budget without producing a final answer."""
+
+    def __init__(self, message: str, messages: list | None = None) -> None:
+        super().__init__(message)
+        self.messages = list(messages or [])
+
+
+class AgentNestingTooDeep(PromptimusError):
+    """Agent runs nested inside each other (an agent whose tool runs an agent, ...) deeper than
+    the allowed depth, usually a tool that calls its own agent."""
 
 
 class ApprovalRequired(PromptimusError):
@@ -539,34 +532,160 @@ class MissingApproval(RunStateError):
     """A resume did not decide every pending tool call (or named an id that is not pending)."""
 
 
-# --- LLM wrappers: fallback chain and response cache (added by the llm-wrap helper) -------------
+class SubAgentPaused(ApprovalRequired):
+    """An agent run as a tool (or called inside one) paused for approval. Its state cannot be
+    resumed through the run that called it: `.result` is the sub-agent's paused `RunResult`,
+    `.tool` the name of the tool call it paused in. Raised by the calling agent, in that call."""
+
+    def __init__(self, message: str, result: Any = None, tool: str | None = None) -> None:
+        super().__init__(message, result)
+        self.tool = tool
 
 
-class AllProvidersFailed(ProviderUnavailable):
-    """Every provider of a `FallbackLLM` failed with a provider error (unavailable, rate
-    limited, 5xx, timeout, malformed reply). ``failures`` holds ``(model_name, error)`` per
-    provider in the order tried; the last error is attached as ``__cause__``. A
-    `ProviderUnavailable`, so a chain nested in another chain falls through too."""
+# --- MCP -----------------------------------------------------------------------------------------
 
-    def __init__(self, message: str, failures: list[tuple[str, BaseException]]) -> None:
+
+class MCPError(PromptimusError):
+    """An MCP server could not be started, reached or used (`promptimus.mcp`)."""
+
+
+class MCPResultUnknown(MCPError, ToolExecutionError):
+    """The connection to an MCP server was lost after a tool call was sent, so whether the tool
+    ran is unknown. The call is not repeated (the tool may not be safe to run twice); an agent
+    sends the message to the model as the tool's error, and the next call reconnects."""
+
+
+# --- budgets -------------------------------------------------------------------------------------
+
+
+class BudgetExceeded(PromptimusError):
+    """A `pm.budget(...)` limit was reached; the request that would exceed it was not sent."""
+
+
+# --- evaluation and training ---------------------------------------------------------------------
+
+
+class EvalError(PromptimusError):
+    """An evaluation (`promptimus.evals`) was set up or run in a way it does not allow."""
+
+
+class DatasetError(EvalError, ValueError):
+    """A dataset row or file cannot be read as examples. `line` is the 1-based line (JSONL, CSV)
+    or record number (`from_records`) of the bad row, when there is one."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
         super().__init__(message)
-        self.failures = list(failures)
+        self.line = line
 
 
-class ResponseCacheError(PromptimusError):
-    """A response cache (`MemoryCache`, `SQLiteCache`) was configured with values it cannot use,
-    or its file cannot be opened as a cache."""
+class EmptyDataset(DatasetError):
+    """An evaluation was asked to run on no examples."""
 
 
-# --- request text ------------------------------------------------------------------------------
+class MetricResultError(EvalError, TypeError):
+    """A metric returned something other than a number or a `Score` (or a number that is not
+    finite). The run stops at the first such result: every later score would be wrong too."""
 
 
-class UnencodableText(InvalidArgument):
-    """A request holds text that UTF-8 cannot encode: a lone surrogate such as ``"\\ud800"``,
-    usually from bytes decoded with ``errors="surrogateescape"`` (file names, environment
-    variables, subprocess output). Raised before the request is sent; ``where`` names the
-    field (``messages[2].content``)."""
+class CallBudgetExceeded(EvalError):
+    """An evaluation would make more module calls than its `CallCounter` allows. Raised before
+    any call of that evaluation is made."""
 
-    def __init__(self, message: str, *, where: str = "") -> None:
-        super().__init__(message)
-        self.where = where
+
+class OptimizationError(PromptimusError):
+    """An optimizer or `fit` was given something it cannot train with. Raised before any model
+    call, so nothing was spent and the module is unchanged."""
+
+
+class NothingToTrain(OptimizationError):
+    """The module has no trainable parameter: every text `Parameter` is frozen or unset."""
+
+
+class EmptyTrainingData(OptimizationError):
+    """A training or validation set holds no example."""
+
+
+class BudgetTooSmall(OptimizationError):
+    """The budget cannot even pay for the baseline evaluation of the validation set."""
+
+
+# --- runners: evaluate and fit on workers (promptimus.distributed) ------------------------------
+
+
+class RunnerError(EvalError):
+    """A runner could not run an evaluation on its workers."""
+
+
+class NotPicklable(RunnerError):
+    """What must travel to the workers (the module, the metric, `setup`) cannot be pickled; the
+    message names the part. Raised before any example is run or counted."""
+
+
+class ModuleNotPicklable(NotPicklable):
+    """The module cannot travel to the workers: pickle refuses one of its attributes (a lambda,
+    an open file, a client), which the message names by its path in the tree."""
+
+
+class WorkerSetupFailed(RunnerError):
+    """A worker could not take the module: unpickling it there, or `setup`, raised. Raised
+    before any example is run or counted; the message quotes the worker's exception."""
+
+
+class WorkersUnavailable(RunnerError):
+    """The cluster could not be reached, or could not start the workers in time."""
+
+
+class WorkerLost(RunnerError):
+    """The same examples lost their worker on every attempt (something in them ends the
+    process), so the evaluation stopped; the message names them."""
+
+
+# --- test doubles (promptimus.testing, ScriptedLLM, HashingEmbedder) -----------------------------
+
+
+class ScriptExhausted(PromptimusError):
+    """A ``ScriptedLLM`` was called more times than it has scripted replies."""
+
+
+class FakeServerError(PromptimusError):
+    """The fake OpenAI server (``promptimus.testing``) could not start or stop."""
+
+
+class InvalidEmbeddingDimensions(PromptimusError, ValueError):
+    """An embedding was requested with fewer than one dimension."""
+
+
+# --- session stores: conversations kept in SQLite, PostgreSQL or Redis -------------------------
+
+
+class InvalidSessionId(InvalidArgument):
+    """A session id a store cannot keep as plain data (empty, not text, a NUL character, a lone
+    surrogate, or longer than `promptimus.core.session.MAX_SESSION_ID_CHARS`)."""
+
+
+class SessionStateError(PromptimusError):
+    """Conversation state of a `Session` with a store was used in a way the store cannot keep:
+    read before anything was loaded, changed outside a turn, or one memory shared by two
+    modules."""
+
+
+class SessionStoreError(PromptimusError):
+    """A session store failed; the message names the store (never the password in its URL)."""
+
+
+class SessionStoreUnavailable(SessionStoreError):
+    """The store cannot be reached or opened (server down, wrong address, timed out, a file
+    that cannot be created)."""
+
+
+class SessionStoreFull(SessionStoreError):
+    """The store refused a write for lack of room (disk full, Redis `maxmemory`)."""
+
+
+class SessionStoreCorrupt(SessionStoreError):
+    """What the store holds cannot be read as conversations (not a database of ours, a damaged
+    turn)."""
+
+
+# Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.
+__getattr__ = compat_names(__name__)

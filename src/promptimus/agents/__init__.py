@@ -1,4 +1,5 @@
-"""Agents: the tool-calling loop, native and ReACT agents, events, run records, dynamic prompts."""
+"""Agents: the tool-calling loop (in phases, `agents.loop`), native and ReACT agents, events, run
+records, dynamic prompts."""
 
 from __future__ import annotations
 
@@ -8,10 +9,12 @@ from promptimus._lazy import lazy_exports
 
 _LAZY: dict[str, str] = {
     "BaseAgent": "base_agent",
+    "RunExecutor": "promptimus.agents.loop.executor",
+    "ModelRequest": "promptimus.agents.loop.model_call",
     "RunResult": "run_result",
     "OpenaiToolCallingAgent": "openai_agent",
     "ToolCallingAgent": "react_agent",
-    "DynamicPrompt": "dynamic_prompt",
+    "DynamicPrompt": "promptimus.prompts.dynamic_prompt",
     "AgentEvent": "events",
     "TextDelta": "events",
     "ReasoningDelta": "events",
@@ -41,8 +44,8 @@ _LAZY: dict[str, str] = {
 }
 
 if TYPE_CHECKING:
+    from ..prompts.dynamic_prompt import DynamicPrompt as DynamicPrompt
     from .base_agent import BaseAgent as BaseAgent
-    from .dynamic_prompt import DynamicPrompt as DynamicPrompt
     from .events import AgentEvent as AgentEvent
     from .events import FinalResult as FinalResult
     from .events import NeedsApproval as NeedsApproval
@@ -52,6 +55,8 @@ if TYPE_CHECKING:
     from .events import ToolCallEvent as ToolCallEvent
     from .events import ToolErrorEvent as ToolErrorEvent
     from .events import ToolResultEvent as ToolResultEvent
+    from .loop.executor import RunExecutor as RunExecutor
+    from .loop.model_call import ModelRequest as ModelRequest
     from .openai_agent import OpenaiToolCallingAgent as OpenaiToolCallingAgent
     from .react_agent import ToolCallingAgent as ToolCallingAgent
     from .react_parser import ReactAction as ReactAction

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeAlias, TypeVar
 from ..dto import ImageContent, Message, Usage
 
 if TYPE_CHECKING:
-    from .run_record import RunRecord
+    from ..dto.run_record import RunRecord
     from .run_state import PendingToolCall, RunState
 
 __all__ = [

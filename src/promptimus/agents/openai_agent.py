@@ -28,13 +28,13 @@ from pydantic import BaseModel
 
 from ..core import Module
 from ..dto import Message, MessageRole
+from ..dto.run_record import ToolCallRecord
 from ..errors import FailedToParseOutput, RequestRejected
 from ..modules.memory import Memory
 from ..modules.structural import StructuralOutput
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool
 from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolInvocation
 from .nesting import DEFAULT_MAX_NESTING
-from .run_record import ToolCallRecord
 from .tool_limits import DEFAULT_MAX_TOOL_CONCURRENCY
 
 __all__ = ["OpenaiToolCallingAgent"]
@@ -96,7 +96,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
     def _provider_kwargs(self, state: LoopState | None = None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}
         if len(self.tools):
-            kwargs["tools"] = [tool.to_openai() for tool in self.tools.values()]  # type: ignore[attr-defined]
+            kwargs["tools"] = [tool.to_openai() for tool in self._all_tools()]
         if self._output is not None:
             kwargs.update(self._output.provider_kwargs(state.response_format if state else None))
         return kwargs

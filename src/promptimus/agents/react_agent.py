@@ -14,15 +14,15 @@ from typing import Any
 
 from ..core import Module
 from ..dto import Message, MessageRole
+from ..dto.run_record import ToolCallRecord
 from ..errors import InvalidArgument, ReactParseError
 from ..modules.memory import Memory
-from ..template import template_fields
+from ..prompts.template import template_fields
 from ..tools.run_context import HandoffView
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, handoff_messages
 from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolInvocation
 from .nesting import DEFAULT_MAX_NESTING
 from .react_parser import ReactAction, ReactAnswer, parse_react
-from .run_record import ToolCallRecord
 from .tool_limits import DEFAULT_MAX_TOOL_CONCURRENCY
 
 __all__ = ["DEFAULT_PROMPT", "REACT_PROTOCOL", "ToolCallingAgent"]
@@ -103,10 +103,10 @@ class ToolCallingAgent(BaseAgent[Message]):
         self, prompt_vars: dict[str, Any], tools: list[Tool] | None = None
     ) -> dict[str, Any]:
         if tools is None:
-            tools = list(self.tools.values())  # type: ignore[arg-type]
+            tools = self._all_tools()
         return {
-            "tool_desc": "\n".join(t.describe_for_prompt() for t in tools) or "(no tools)",  # type: ignore[attr-defined]
-            "tool_names": ", ".join(t.name for t in tools) or "(none)",  # type: ignore[attr-defined]
+            "tool_desc": "\n".join(t.describe_for_prompt() for t in tools) or "(no tools)",
+            "tool_names": ", ".join(t.name for t in tools) or "(none)",
             **prompt_vars,
         }
 

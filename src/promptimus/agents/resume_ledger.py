@@ -9,8 +9,8 @@ claims. For that, use a ledger they share:
 
     set_resume_ledger(SQLiteResumeLedger("resumed.sqlite"))   # one file for all workers
 
-or any object with `claim(state_id) -> bool` (sync or async; True the first time only), e.g.
-backed by Redis `SET id 1 NX` or a unique key in your database.
+a session store (`promptimus.sessions`: SQLite, PostgreSQL or Redis), or any object with
+`claim(state_id) -> bool` (sync or async; True the first time only).
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 from ..errors import ApprovalRequired
 
 if TYPE_CHECKING:
-    from .run_record import RunRecord
+    from ..dto.run_record import RunRecord
     from .run_state import PendingToolCall, RunState
 
 __all__ = ["RunResult", "RunStatus"]

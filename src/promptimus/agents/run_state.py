@@ -23,23 +23,30 @@ import json
 import uuid
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pydantic_core
 from pydantic import ValidationError
 
 from ..dto import Message
+from ..dto.run_record import RunRecord
 from ..errors import InvalidArgument, MissingApproval, RunStateError, RunStateMismatch
-from .run_record import RunRecord
 from .run_state_format import FORMAT, PausedCallData, StateFormatError, read_state_document
-
-if TYPE_CHECKING:
-    from .base_agent import BaseAgent
 
 __all__ = ["Approval", "PendingToolCall", "RunState"]
 
 Approval = bool | str
 """A person's decision on one pending call: True (run it), False (deny), or a reason (deny)."""
+
+
+class Owner(Protocol):
+    """What a paused run knows of the agent it belongs to: its place in the tree, its class (by
+    `type(...)`) and its tool names."""
+
+    @property
+    def path(self) -> str: ...
+
+    def tool_names(self) -> list[str]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +83,7 @@ class PausedCall:
         return PendingToolCall(self.approval_id, self.name, arguments)
 
 
-def agent_fingerprint(agent: BaseAgent[Any]) -> str:
+def agent_fingerprint(agent: Owner) -> str:
     """A short hash of the agent's class and tool names: a state from an agent with other tools
     (or of another kind) does not fit this one."""
     text = "\n".join([type(agent).__qualname__, *sorted(agent.tool_names())])
@@ -102,7 +109,7 @@ class RunState:
     errors: list[str] = field(default_factory=list)
 
     @classmethod
-    def new(cls, agent: BaseAgent[Any], **fields: Any) -> RunState:
+    def new(cls, agent: Owner, **fields: Any) -> RunState:
         return cls(uuid.uuid4().hex, agent.path, agent_fingerprint(agent), **fields)
 
     @property
@@ -110,8 +117,12 @@ class RunState:
         """The calls waiting for a decision, in the order the model made them."""
         return [call.pending() for call in self.paused]
 
-    def check_agent(self, agent: BaseAgent[Any]) -> None:
-        if self.agent != agent.path or self.fingerprint != agent_fingerprint(agent):
+    def belongs_to(self, agent: Owner) -> bool:
+        """Whether `agent` (the same class, place in the tree and tool names) paused this run."""
+        return self.agent == agent.path and self.fingerprint == agent_fingerprint(agent)
+
+    def check_agent(self, agent: Owner) -> None:
+        if not self.belongs_to(agent):
             raise RunStateMismatch(
                 f"This paused run belongs to the agent at {self.agent!r} (fingerprint "
                 f"{self.fingerprint}), not to {type(agent).__name__} at {agent.path!r} "

@@ -34,7 +34,7 @@ from ..dto import Message, Usage
 from ..errors import InvalidArgument
 
 if TYPE_CHECKING:
-    from .run_record import RunRecord
+    from ..dto.run_record import RunRecord
 
 __all__ = ["StepContext", "StepHook", "StepUpdate"]
 

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterable, Iterator, Mapping, MutableMapping, MutableSequence
 from typing import Any, overload
 
+from .._compat_seam import CompatProperty
 from ..errors import ModuleError
 from .module import Module
 
@@ -72,16 +72,7 @@ class ModuleDict(Module, MutableMapping[str, Module]):
     def __bool__(self) -> bool:
         return True  # a module is never "falsy", even when empty
 
-    @property
-    def objects_map(self) -> dict[str, Module]:
-        """promptimus 0.1's dict of the entries (a copy); the ModuleDict is itself the mapping."""
-        warnings.warn(
-            "ModuleDict.objects_map is promptimus 0.1's; use the ModuleDict itself (a mapping): "
-            "md.items(), md.values(), md[name].",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return dict(self._submodules)
+    objects_map = CompatProperty("core:objects_map")
 
     # A module is an object with an identity, not a value: `Mapping` would make two ModuleDicts
     # with the same entries equal and leave them unhashable (no sets, no Session state, no weakref

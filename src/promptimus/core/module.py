@@ -11,7 +11,6 @@ import hashlib
 import inspect
 import os
 import sys
-import warnings
 import weakref
 from abc import ABC, abstractmethod
 from collections import deque
@@ -19,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, Self
 
-from .._lazy import deprecated_exports
+from .._compat_seam import CompatMethod, compat_names
 from ..checkpoint import (
     DEFAULT_MAX_EXPANDED_CHARS,
     DEFAULT_MAX_FILE_BYTES,
@@ -43,6 +42,7 @@ from ..errors import (
 from . import hooks
 from .hooks import RemovableHandle, active_interceptors, maybe_await
 from .parameters import UNSET, Parameter, copy_value, owner_path
+from .session import pending_turn, run_in_turn
 
 if TYPE_CHECKING:
     from ..protocols import EmbedderProtocol, LLMProtocol, RerankerProtocol, VectorStoreProtocol
@@ -75,6 +75,8 @@ def _wrap_forward(fn: Callable[..., Any], *, is_forward: bool = True) -> Callabl
     async def forward(self: Module, *args: Any, **kwargs: Any) -> Any:
         if is_forward and _active_module.get() is self and type(self).forward is not forward:
             return await fn(self, *args, **kwargs)  # a super().forward() call inside our own call
+        if pending_turn() is not None:  # the outermost call in a stored session: one turn
+            return await run_in_turn(forward, self, *args, **kwargs)
         if hooks.auto_probe is not None and "opentelemetry.trace" in sys.modules:
             hooks.step_auto_probe()
         token = _active_module.set(self)
@@ -428,14 +430,7 @@ class Module(ABC):
     def with_llm(self, llm: LLMProtocol) -> Self:
         return self._set_provider("llm", llm)
 
-    def with_provider(self, provider: LLMProtocol) -> Self:
-        """promptimus 0.1's first name of `with_llm` (its early tutorials use it)."""
-        warnings.warn(
-            "Module.with_provider() is promptimus 0.1's name; use with_llm() instead.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.with_llm(provider)
+    with_provider = CompatMethod("core:with_provider")
 
     def with_embedder(self, embedder: EmbedderProtocol) -> Self:
         return self._set_provider("embedder", embedder)
@@ -647,5 +642,4 @@ def _levels(start: Module, step: Callable[[Module], Iterable[Module]]) -> int:
     return level
 
 
-# The original promptimus defined `ModuleDict` in this file.
-__getattr__ = deprecated_exports(__name__, {"ModuleDict": "promptimus.core.ModuleDict"})
+__getattr__ = compat_names(__name__)

@@ -1,13 +1,14 @@
-"""Plain data exchanged with providers: messages, tool requests, images, usage, stream deltas,
-search hits.
+"""Plain data: what is exchanged with providers (messages, tool requests, images, usage, stream
+deltas, search hits) and what an agent run records (run, step and tool-call records).
 
 One concept per submodule (`dto.message`, `dto.image`, `dto.tool`, `dto.usage`, `dto.delta`,
-`dto.search_hit`); every name is importable from `promptimus.dto` itself.
+`dto.search_hit`, `dto.run_record`); every name is importable from `promptimus.dto` itself.
 """
 
 from .delta import MessageDelta, ToolCallDelta
 from .image import ImageContent
 from .message import History, Message, MessageRole
+from .run_record import RunRecord, StepRecord, ToolCallRecord
 from .search_hit import Metadata, SearchHit
 from .tool import ToolCalls, ToolFunction, ToolRequest
 from .usage import Usage
@@ -19,8 +20,11 @@ __all__ = [
     "MessageDelta",
     "MessageRole",
     "Metadata",
+    "RunRecord",
     "SearchHit",
+    "StepRecord",
     "ToolCallDelta",
+    "ToolCallRecord",
     "ToolCalls",
     "ToolFunction",
     "ToolRequest",

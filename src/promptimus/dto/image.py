@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import base64
-import warnings
 from typing import IO
 
 from pydantic import BaseModel, ConfigDict
 
+from .._compat_seam import compat_calls
 from ..errors import InvalidArgument
 
 
@@ -20,8 +20,7 @@ def _read_all(buffer: bytes | bytearray | memoryview | IO[bytes]) -> bytes:
             f"ImageContent.from_buffer needs bytes or a binary file-like object, got "
             f"{type(buffer).__name__}."
         )
-    # the whole image, wherever the stream stands (as the original did), and the stream is
-    # left where it was
+    # the whole image, wherever the stream stands, and the stream is left where it was
     position = buffer.tell() if buffer.seekable() else None
     if position is not None:
         buffer.seek(0)
@@ -47,23 +46,15 @@ class ImageContent(BaseModel):
     detail: str | None = None
 
     @classmethod
+    @compat_calls("dto:from_buffer_arguments")
     def from_buffer(
         cls,
         buffer: bytes | bytearray | memoryview | IO[bytes],
         mime_type: str = "image/png",
         detail: str | None = None,
-        *,
-        mimetype: str | None = None,
     ) -> ImageContent:
         """A `data:` URL image from `bytes` or a binary file-like object (`BytesIO`, a file
         opened with `"rb"`): `ImageContent.from_buffer(buffer, "image/jpeg")`. The whole stream
         is read from its start and its position is restored."""
-        if mimetype is not None:
-            warnings.warn(
-                "ImageContent.from_buffer(mimetype=...) is deprecated; use mime_type=... instead.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            mime_type = mimetype
         encoded = base64.b64encode(_read_all(buffer)).decode("ascii")
         return cls(url=f"data:{mime_type};base64,{encoded}", detail=detail)

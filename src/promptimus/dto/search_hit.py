@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._compat_seam import CompatProperty
+
 __all__ = ["Metadata", "SearchHit"]
 
 Metadata = dict[str, Any]
@@ -19,14 +21,5 @@ class SearchHit:
     score: float
     metadata: Metadata = field(default_factory=dict)
 
-    # The original promptimus (0.1) named these ``idx`` and ``content``; code that reads results
-    # with those names keeps working on every store's hits.
-    @property
-    def idx(self) -> str:
-        """The document's id (the original promptimus' name for `id`)."""
-        return self.id
-
-    @property
-    def content(self) -> str:
-        """The document's text (the original promptimus' name for `document`)."""
-        return self.document
+    idx = CompatProperty("dto:search_hit_id")
+    content = CompatProperty("dto:search_hit_document")

@@ -18,6 +18,7 @@ import math
 import re
 from functools import lru_cache
 
+from promptimus.argument_checks import positive_int
 from promptimus.errors import InvalidEmbeddingDimensions
 
 __all__ = ["DEFAULT_DIMENSIONS", "hashed_embedding", "tokenize"]
@@ -47,10 +48,9 @@ def _trigrams(word: str) -> list[str]:
 
 def hashed_embedding(text: str, dimensions: int = DEFAULT_DIMENSIONS) -> list[float]:
     """Embed ``text`` as an L2-normalised vector of ``dimensions`` floats (all zeros if empty)."""
-    if dimensions < 1:
-        raise InvalidEmbeddingDimensions(
-            f"hashed_embedding needs dimensions >= 1, got {dimensions}; pass a positive size."
-        )
+    dimensions = positive_int(
+        dimensions, "hashed_embedding dimensions", error=InvalidEmbeddingDimensions
+    )
     vector = [0.0] * dimensions
     for word in tokenize(text):
         _add(vector, "w:" + word, WORD_WEIGHT, dimensions)

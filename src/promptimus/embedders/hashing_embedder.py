@@ -8,6 +8,7 @@ higher; synonyms and paraphrases without shared words do not. Use a real embeddi
 
 from __future__ import annotations
 
+from promptimus.argument_checks import positive_int
 from promptimus.embedders.hashing import DEFAULT_DIMENSIONS, hashed_embedding
 from promptimus.errors import InvalidEmbeddingDimensions
 
@@ -24,11 +25,9 @@ class HashingEmbedder:
     __slots__ = ("dimensions",)
 
     def __init__(self, dimensions: int = DEFAULT_DIMENSIONS) -> None:
-        if dimensions < 1:
-            raise InvalidEmbeddingDimensions(
-                f"HashingEmbedder needs dimensions >= 1, got {dimensions}; pass a positive size."
-            )
-        self.dimensions = dimensions
+        self.dimensions = positive_int(
+            dimensions, "HashingEmbedder dimensions", error=InvalidEmbeddingDimensions
+        )
 
     @property
     def model_name(self) -> str:

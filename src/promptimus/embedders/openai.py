@@ -16,6 +16,8 @@ import math
 import sys
 from typing import Any
 
+from promptimus._compat_seam import compat_calls
+from promptimus.argument_checks import positive_int
 from promptimus.dto import Usage
 from promptimus.errors import InvalidArgument, MalformedReply, UnknownRequestOption
 from promptimus.transport.concurrency import ConcurrencyLimit
@@ -44,8 +46,8 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
     """
 
     _request_kind = "embedding"
-    _original_call_kwargs = "embed_kwargs"
 
+    @compat_calls("provider_arguments:embedder_arguments")
     def __init__(
         self,
         model_name: str,
@@ -66,10 +68,9 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
         sdk_requests: bool = False,
         **client_kwargs: Any,
     ) -> None:
-        if batch_size < 1:
-            raise InvalidArgument(f"batch_size must be >= 1, got {batch_size}.")
-        if dimensions is not None and dimensions < 1:
-            raise InvalidArgument(f"dimensions must be >= 1 (or None), got {dimensions}.")
+        batch_size = positive_int(batch_size, "batch_size")
+        if dimensions is not None:
+            dimensions = positive_int(dimensions, "dimensions (or None)")
         super().__init__(
             model_name,
             api_key,

@@ -9,7 +9,8 @@
 A metric is any `fn(example, output) -> float | Score`, sync or async; `Score` carries text
 feedback for optimizers. Built in: `exact_match`, `contains`, `f1`, `json_match`, `LLMJudge`.
 Optimizers evaluate subsets (any list of Examples), read `report.scores` in row order, and
-count module calls with a `CallCounter`.
+count module calls with a `CallCounter`. A `Runner` says where examples run: in this process
+(`InProcessRunner`, the default) or on a cluster (`promptimus.distributed.RayRunner`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from .judge import LLMJudge, Verdict
 from .metrics import contains, exact_match, f1, json_match
 from .output_text import output_data, output_text
 from .report import EvalReport, EvalRow
+from .runner import EvalJob, InProcessRunner, Runner
 from .score import Score, as_score
 from .usage_collector import UsageTotals
 
@@ -29,11 +31,14 @@ __all__ = [
     "DEFAULT_MAX_DATASET_BYTES",
     "CallCounter",
     "Dataset",
+    "EvalJob",
     "EvalReport",
     "EvalRow",
     "Example",
+    "InProcessRunner",
     "LLMJudge",
     "Metric",
+    "Runner",
     "Score",
     "UsageTotals",
     "Verdict",

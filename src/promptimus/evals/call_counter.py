@@ -8,19 +8,16 @@ so a budget is never exceeded and never half spent on an evaluation that cannot 
 
 from __future__ import annotations
 
-from ..errors import CallBudgetExceeded, InvalidArgument
+from ..argument_checks import non_negative_int
+from ..errors import CallBudgetExceeded
 
 __all__ = ["CallCounter"]
 
 
 class CallCounter:
     def __init__(self, max_calls: int | None = None) -> None:
-        if max_calls is not None and (
-            not isinstance(max_calls, int) or isinstance(max_calls, bool) or max_calls < 0
-        ):
-            raise InvalidArgument(
-                f"max_calls must be a non-negative int or None, got {max_calls!r}."
-            )
+        if max_calls is not None:
+            max_calls = non_negative_int(max_calls, "max_calls (or None)")
         self.max_calls = max_calls
         self.calls = 0
 
@@ -33,14 +30,18 @@ class CallCounter:
         remaining = self.remaining
         return remaining is None or n <= remaining
 
-    def reserve(self, n: int) -> None:
-        """Count `n` calls about to be made, or raise `CallBudgetExceeded` counting none."""
+    def check(self, n: int) -> None:
+        """Raise `CallBudgetExceeded` when `n` more calls would not fit; count nothing."""
         if not self.fits(n):
             raise CallBudgetExceeded(
                 f"This evaluation needs {n} module calls, but the call budget has "
                 f"{self.remaining} of {self.max_calls} left ({self.calls} made). Evaluate fewer "
                 "examples, or raise max_calls."
             )
+
+    def reserve(self, n: int) -> None:
+        """Count `n` calls about to be made, or raise `CallBudgetExceeded` counting none."""
+        self.check(n)
         self.calls += n
 
     def __repr__(self) -> str:

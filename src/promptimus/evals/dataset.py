@@ -26,7 +26,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, overload
 
-from ..argument_checks import positive_int
+from ..argument_checks import non_negative_int, positive_int
 from ..checkpoint.files import read_regular_file
 from ..errors import DatasetError, FileRefused, FileTooLarge, InvalidArgument
 from .example import Example
@@ -290,14 +290,12 @@ class Dataset(Sequence[Example]):
     def batches(self, n: int, *, shuffle: bool = False, seed: int = 0) -> Iterator[Dataset]:
         """Consecutive batches of `n` examples (the last may be smaller), in order or shuffled
         with `seed` (the same seed gives the same batches)."""
-        if not isinstance(n, int) or isinstance(n, bool) or n < 1:
-            raise InvalidArgument(f"batch size must be a positive int, got {n!r}.")
+        n = positive_int(n, "batch size")
         order = self.shuffled(seed)._examples if shuffle else self._examples
         for start in range(0, len(order), n):
             yield Dataset(order[start : start + n])
 
     def sample(self, k: int, *, seed: int = 0) -> Dataset:
         """`k` distinct examples drawn with `seed` (all of them, shuffled, when k >= len)."""
-        if not isinstance(k, int) or isinstance(k, bool) or k < 0:
-            raise InvalidArgument(f"sample size must be a non-negative int, got {k!r}.")
+        k = non_negative_int(k, "sample size")
         return Dataset(random.Random(seed).sample(self._examples, min(k, len(self))))

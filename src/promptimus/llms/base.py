@@ -1,11 +1,10 @@
-"""Where the original promptimus had the LLM seam; it lives in `promptimus.protocols.llm`."""
+"""The path promptimus 0.1 had the LLM seam at; it lives in `promptimus.protocols.llm`."""
 
 from __future__ import annotations
 
-from promptimus._lazy import deprecated_exports
+from promptimus._compat_seam import compat_names
 from promptimus.protocols.llm import LLMProtocol
 
 __all__ = ["LLMProtocol"]
 
-# The original promptimus called this protocol `ProviderProtocol`.
-__getattr__ = deprecated_exports(__name__, {"ProviderProtocol": "promptimus.llms.base.LLMProtocol"})
+__getattr__ = compat_names(__name__)

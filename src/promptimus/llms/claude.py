@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from promptimus.errors import InvalidArgument
+from promptimus.argument_checks import positive_int
 from promptimus.llms.openai import OpenAILike
 from promptimus.transport.retry import RetryPolicy
 
@@ -37,8 +37,7 @@ class Claude(OpenAILike):
         base_wait: float = 3.0,
         **kwargs: Any,
     ) -> None:
-        if isinstance(n_retries, bool) or not isinstance(n_retries, int) or n_retries < 1:
-            raise InvalidArgument(f"Claude: n_retries must be an int >= 1, got {n_retries!r}.")
+        n_retries = positive_int(n_retries, "Claude: n_retries")
         kwargs.setdefault("base_url", ANTHROPIC_OPENAI_BASE_URL)
         kwargs.setdefault("api_key_env", "ANTHROPIC_API_KEY")
         kwargs.setdefault("retry", RetryPolicy(max_retries=n_retries - 1, base_delay=base_wait))

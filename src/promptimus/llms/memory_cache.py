@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 
+from promptimus.argument_checks import positive_int
 from promptimus.errors import ResponseCacheError
 
 __all__ = ["MemoryCache"]
@@ -16,11 +17,9 @@ class MemoryCache:
     long as the object: use `SQLiteCache` to keep replies across runs and processes."""
 
     def __init__(self, max_entries: int = 1024) -> None:
-        if isinstance(max_entries, bool) or not isinstance(max_entries, int) or max_entries < 1:
-            raise ResponseCacheError(
-                f"MemoryCache(max_entries=...) must be an int >= 1, got {max_entries!r}."
-            )
-        self.max_entries = max_entries
+        self.max_entries = positive_int(
+            max_entries, "MemoryCache(max_entries=...)", error=ResponseCacheError
+        )
         self._entries: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
 

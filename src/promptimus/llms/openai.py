@@ -15,6 +15,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+from promptimus._compat_seam import compat_calls
 from promptimus.dto import Message, MessageDelta
 from promptimus.errors import EmptyReply, MalformedReply, PromptimusError, UnknownRequestOption
 from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
@@ -55,6 +56,7 @@ class OpenAILike(OpenAIEndpoint):
 
     _request_kind = "chat"
 
+    @compat_calls("provider_arguments:openai_like_arguments")
     def __init__(
         self,
         model_name: str,

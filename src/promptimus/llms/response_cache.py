@@ -1,4 +1,5 @@
-"""``ResponseCache``: where a `CachedLLM` keeps replies (`MemoryCache`, `SQLiteCache`, yours).
+"""``ResponseCache``: where a `CachedLLM` keeps replies (`MemoryCache`, `SQLiteCache`, a session
+store from `promptimus.sessions`, yours).
 
 A cache maps a request key (a hex SHA-256, see `promptimus.llms.cache_key`) to a reply as JSON
 text. It decides nothing: `CachedLLM` chooses what to store and when. A cache that cannot read

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from promptimus.argument_checks import positive_int
 from promptimus.errors import ResponseCacheError
 
 if TYPE_CHECKING:
@@ -78,11 +79,9 @@ class SQLiteCache:
         busy_timeout: float = 30.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        if max_bytes is not None and (
-            isinstance(max_bytes, bool) or not isinstance(max_bytes, int) or max_bytes < 1
-        ):
-            raise ResponseCacheError(
-                f"SQLiteCache(max_bytes=...) must be an int >= 1 or None, got {max_bytes!r}."
+        if max_bytes is not None:
+            max_bytes = positive_int(
+                max_bytes, "SQLiteCache(max_bytes=...) (or None)", error=ResponseCacheError
             )
         if ttl is not None and not (isinstance(ttl, int | float) and ttl > 0):
             raise ResponseCacheError(

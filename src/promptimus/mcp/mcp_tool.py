@@ -21,23 +21,39 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import jsonschema
 import referencing
 import referencing.exceptions
 import referencing.jsonschema
 
-from ..core import Parameter
 from ..dto import ImageContent, Message, MessageRole
 from ..errors import ToolArgumentsError, ToolExecutionError
+from ..tools.base import Tool
 from ..tools.run_context import RunContext
-from ..tools.tool import Tool
 
-if TYPE_CHECKING:
-    from .toolset import MCPToolset
+__all__ = ["MCPTool", "ToolServer"]
 
-__all__ = ["MCPTool"]
+
+class ToolServer(Protocol):
+    """What an MCP tool needs of the toolset that made it (`MCPToolset`)."""
+
+    @property
+    def server(self) -> str: ...  # how errors name the server (command line or URL)
+
+    @property
+    def name(self) -> str: ...  # what records, events and spans call the server
+
+    @property
+    def timeout(self) -> float | None: ...
+
+    @property
+    def images(self) -> bool: ...
+
+    async def call_tool(
+        self, remote_name: str, arguments: dict[str, Any], *, idempotent: bool = False
+    ) -> Any: ...
 
 
 class MCPTool(Tool):
@@ -45,20 +61,21 @@ class MCPTool(Tool):
 
     def __init__(
         self,
-        toolset: MCPToolset,
+        toolset: ToolServer,
         remote_name: str,
         description: str | None,
         input_schema: dict[str, Any],
         prefix: str = "",
         idempotent: bool = False,
     ) -> None:
-        self._init_without_function(prefix + remote_name, toolset.timeout)
+        super().__init__(
+            name=prefix + remote_name,
+            description=description or "",
+            timeout=toolset.timeout,
+            idempotent=idempotent,
+        )
         self.remote_name = remote_name
         self._toolset = toolset
-        self.description = Parameter(description or "")
-        self.idempotent = idempotent
-        """May a call whose outcome is unknown be sent again? From the server's annotations
-        (`idempotentHint` or `readOnlyHint`) or `MCPToolset(idempotent=...)`; settable."""
         self.update(description, input_schema)
 
     def update(self, description: str | None, input_schema: dict[str, Any]) -> None:
@@ -78,7 +95,7 @@ class MCPTool(Tool):
         return f"a tool of the MCP server {self._toolset.server!r}"
 
     @property
-    def server(self) -> str:  # type: ignore[override]
+    def server(self) -> str:
         """The MCP server's name (`MCPToolset(name=...)`, else the one it gives itself)."""
         return self._toolset.name
 
@@ -95,11 +112,11 @@ class MCPTool(Tool):
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
         """Call the server's tool with keyword arguments (or one JSON-object string)."""
         if len(args) == 1 and isinstance(args[0], str | dict) and not kwargs:
-            kwargs = self._validated(args[0])
+            kwargs = self.validate(args[0])
         elif args:
             raise ToolArgumentsError(f"MCP tool {self._name!r} takes keyword arguments only.")
         else:
-            kwargs = self._validated(kwargs)
+            kwargs = self.validate(kwargs)
         result = await self._toolset.call_tool(self.remote_name, kwargs, idempotent=self.idempotent)
         text, images = _read_content(result.content, self._toolset.images)
         if result.is_error:
@@ -113,21 +130,17 @@ class MCPTool(Tool):
             return result.structured_content
         return text
 
-    def _prepare(
-        self,
-        arguments: str | dict[str, Any] | None,
-        ctx: RunContext[Any] | None,
-        history: Any = None,
-    ) -> tuple[list[Any], dict[str, Any]]:
-        return [self._object(arguments)], {}
-
-    def _execute(self, args: list[Any], kwargs: dict[str, Any]) -> Coroutine[Any, Any, Any]:
+    def handle_call(
+        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None
+    ) -> Coroutine[Any, Any, Any]:
         # through `forward`, the module call path, so hooks and tracing see the call as they see
         # a local tool's; the schema is checked there, once. Not itself a coroutine: `forward`'s
         # is handed straight to the timeout scope, one frame less on each of the call's awaits
-        return self.forward(args[0])
+        return self.forward(self._object(arguments))
 
-    def _validated(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+    def validate(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+        """The arguments checked against the server's schema (jsonschema-rs first, jsonschema
+        to word what it turns down); a `$ref` this side cannot follow leaves them to the server."""
         values = self._object(arguments)
         if self._accepts is not None:
             try:

@@ -39,7 +39,7 @@ def served_tools(target: Target) -> dict[str, Tool]:
         items: list[Tool] = []
         for name, value in target.items():
             if isinstance(value, Tool):
-                items.append(value if value.name == name else Tool(value._fn, name=name))
+                items.append(value if value.name == name else _renamed(value, name))
             elif isinstance(value, Module):
                 items.append(Tool.from_module(value, name=name))
             else:
@@ -51,6 +51,17 @@ def served_tools(target: Target) -> dict[str, Tool]:
         f"serve needs a Module, a Tool, a list of tools or a mapping of names to modules; got "
         f"{type(target).__name__}."
     )
+
+
+def _renamed(tool: Tool, name: str) -> Tool:
+    """A function or module tool's function as a tool named `name`."""
+    function = getattr(tool, "function", None)
+    if function is None:
+        raise MCPError(
+            f"serve: {name!r} maps to the tool {tool.name!r}, which cannot be renamed; map it "
+            f"under its own name, {tool.name!r}."
+        )
+    return Tool(function, name=name)
 
 
 def build_server(target: Target, name: str | None = None) -> Server[Any]:
@@ -78,7 +89,7 @@ def build_server(target: Target, name: str | None = None) -> Server[Any]:
             return _error(f"There is no tool named {params.name!r}. Tools: {', '.join(tools)}.")
         with Session():
             try:
-                result = await tool._run(params.arguments or {}, None)
+                result = await tool.run(params.arguments or {}, None)
             except ToolError as exc:
                 return _error(str(exc))
         return _result(result)
@@ -92,7 +103,7 @@ def _error(text: str) -> types.CallToolResult:
 
 
 def _result(result: Any) -> types.CallToolResult:
-    from ..tools.tool import tool_result_to_jsonable, tool_result_to_text
+    from ..tools.results import tool_result_to_jsonable, tool_result_to_text
 
     text = tool_result_to_text(result)
     structured = tool_result_to_jsonable(result)

@@ -37,7 +37,7 @@ from mcp.shared.exceptions import MCPError as SDKError
 from mcp_types.jsonrpc import CONNECTION_CLOSED
 
 from ..errors import MCPError, MCPResultUnknown, ToolExecutionError
-from ..tools.tool import check_timeout
+from ..tools.settings import check_timeout
 from .delivery import Attempt, DeliveryWatch, attempt_var, http_client
 from .mcp_tool import MCPTool
 from .stderr_log import StderrLog

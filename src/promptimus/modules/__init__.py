@@ -1,13 +1,15 @@
 """Prebuilt modules (Prompt, Memory, StructuralOutput, Retrieval, RAG, LLMReranker).
 
-Every name this package exported before tools and agents got packages of their own is still
-exported here. Names load on first use to keep `import promptimus.modules` light.
+Names load on first use to keep `import promptimus.modules` light. The tools and rerankers are
+re-exported here, where they were first; the agents, which sit a tier above, are still served
+under this package by `promptimus.compat.names`.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from promptimus._compat_seam import compat_names
 from promptimus._lazy import lazy_exports
 
 _LAZY: dict[str, str] = {
@@ -21,7 +23,7 @@ _LAZY: dict[str, str] = {
     "RAGModule": "rag",
     "document_id": "retrieval",
     "LLMReranker": "llm_reranker",
-    # the original exported the rerankers here too
+    # re-exported from promptimus.rerankers and promptimus.protocols
     "RRFReranker": "promptimus.rerankers.rrf",
     "RerankerProtocol": "promptimus.protocols",
     # re-exported from promptimus.tools, where they live now
@@ -32,54 +34,9 @@ _LAZY: dict[str, str] = {
     "CompositeTool": "promptimus.tools.composite_tool",
     "RunContext": "promptimus.tools.run_context",
     "SupportsHandoff": "promptimus.tools.tool",
-    # re-exported from promptimus.agents, where they live now
-    "BaseAgent": "promptimus.agents.base_agent",
-    "RunResult": "promptimus.agents.base_agent",
-    "OpenaiToolCallingAgent": "promptimus.agents.openai_agent",
-    "ToolCallingAgent": "promptimus.agents.react_agent",
-    "DynamicPrompt": "promptimus.agents.dynamic_prompt",
-    "AgentEvent": "promptimus.agents.events",
-    "TextDelta": "promptimus.agents.events",
-    "ReasoningDelta": "promptimus.agents.events",
-    "ToolCallEvent": "promptimus.agents.events",
-    "ToolResultEvent": "promptimus.agents.events",
-    "ToolErrorEvent": "promptimus.agents.events",
-    "StepEnd": "promptimus.agents.events",
-    "FinalResult": "promptimus.agents.events",
-    "parse_react": "promptimus.agents.react_parser",
-    "ReactAction": "promptimus.agents.react_parser",
-    "ReactAnswer": "promptimus.agents.react_parser",
-    "RunRecord": "promptimus.agents.run_record",
-    "StepRecord": "promptimus.agents.run_record",
-    "ToolCallRecord": "promptimus.agents.run_record",
-    "current_record": "promptimus.agents.run_record",
-    "capture_records": "promptimus.agents.run_record",
-    "recording": "promptimus.agents.run_record",
 }
 
 if TYPE_CHECKING:
-    from ..agents.base_agent import BaseAgent as BaseAgent
-    from ..agents.base_agent import RunResult as RunResult
-    from ..agents.dynamic_prompt import DynamicPrompt as DynamicPrompt
-    from ..agents.events import AgentEvent as AgentEvent
-    from ..agents.events import FinalResult as FinalResult
-    from ..agents.events import ReasoningDelta as ReasoningDelta
-    from ..agents.events import StepEnd as StepEnd
-    from ..agents.events import TextDelta as TextDelta
-    from ..agents.events import ToolCallEvent as ToolCallEvent
-    from ..agents.events import ToolErrorEvent as ToolErrorEvent
-    from ..agents.events import ToolResultEvent as ToolResultEvent
-    from ..agents.openai_agent import OpenaiToolCallingAgent as OpenaiToolCallingAgent
-    from ..agents.react_agent import ToolCallingAgent as ToolCallingAgent
-    from ..agents.react_parser import ReactAction as ReactAction
-    from ..agents.react_parser import ReactAnswer as ReactAnswer
-    from ..agents.react_parser import parse_react as parse_react
-    from ..agents.run_record import RunRecord as RunRecord
-    from ..agents.run_record import StepRecord as StepRecord
-    from ..agents.run_record import ToolCallRecord as ToolCallRecord
-    from ..agents.run_record import capture_records as capture_records
-    from ..agents.run_record import current_record as current_record
-    from ..agents.run_record import recording as recording
     from ..protocols import RerankerProtocol as RerankerProtocol
     from ..rerankers.rrf import RRFReranker as RRFReranker
     from ..tools.composite_tool import CompositeTool as CompositeTool
@@ -101,7 +58,8 @@ if TYPE_CHECKING:
     from .structural import StructuralOutput as StructuralOutput
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
+_lazy_getattr, __dir__ = lazy_exports(__name__, _LAZY, globals())
+__getattr__ = compat_names(__name__, _lazy_getattr)
 
 
 __all__ = list(_LAZY)

@@ -6,12 +6,13 @@ import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
+from promptimus.argument_checks import non_negative_int, positive_int
 from promptimus.core import Module, Parameter
 from promptimus.dto import Message, MessageRole
-from promptimus.errors import FailedToParseOutput, InvalidArgument
+from promptimus.errors import FailedToParseOutput
 from promptimus.model_json import decode_json
-from promptimus.modules.prompt import Prompt
-from promptimus.template import format_template
+from promptimus.prompts.prompt import Prompt
+from promptimus.prompts.template import format_template
 
 if TYPE_CHECKING:
     from promptimus.dto import SearchHit
@@ -147,11 +148,10 @@ class LLMReranker(Module):
         max_documents: int = 50,
         max_retries: int = 1,
     ) -> None:
+        max_chars = positive_int(max_chars, "LLMReranker max_chars")
+        max_documents = positive_int(max_documents, "LLMReranker max_documents")
+        max_retries = non_negative_int(max_retries, "LLMReranker max_retries")
         super().__init__()
-        if max_chars < 1 or max_documents < 1 or max_retries < 0:
-            raise InvalidArgument(
-                "LLMReranker needs max_chars >= 1, max_documents >= 1 and max_retries >= 0."
-            )
         self.prompt = Prompt(instructions)
         self.request = Parameter(request)
         self.max_chars = max_chars
@@ -175,8 +175,8 @@ class LLMReranker(Module):
     async def forward(
         self, query: str, hits: list[SearchHit], top_n: int | None = None
     ) -> list[SearchHit]:
-        if top_n is not None and top_n < 0:
-            raise InvalidArgument(f"top_n must be >= 0 or None, got {top_n}.")
+        if top_n is not None:
+            top_n = non_negative_int(top_n, "top_n (or None)")
         if not hits or top_n == 0:
             return []
         judged, rest = hits[: self.max_documents], hits[self.max_documents :]

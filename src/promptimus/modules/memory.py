@@ -4,13 +4,14 @@ and `ResetMemoryContext` (clear every memory in one or more trees)."""
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Self
 
 from ..core import Module, current_session
-from ..dto import Message, MessageRole
+from ..dto import History, Message, MessageRole
 from ..errors import EmptyMemory, InvalidArgument
-from .prompt import Prompt
+from ..prompts.base_prompt import BasePrompt
+from ..prompts.prompt import Prompt
 
 
 def _bounded(messages: Iterable[Message], size: int) -> deque[Message]:
@@ -97,6 +98,82 @@ class Memory:
     def __repr__(self) -> str:
         return f"Memory(size={self._size}, messages={len(self.data)})"
 
+    # --- kept in a session store (see `promptimus.core.stored_conversation`) ---------------
+
+    def fork(self, record: Callable[[Any], None]) -> RecordedMemory:
+        """A copy whose every change is also handed to `record`, as JSON-ready data."""
+        copy = RecordedMemory(self._size, record)
+        copy.data = deque(self.data)
+        return copy
+
+    def replay(self, changes: Sequence[Any]) -> None:
+        """Apply changes a `RecordedMemory` recorded, oldest first. Only what the window can
+        still hold is decoded: appends that fill it make everything before them irrelevant."""
+        for change in changes[self._replay_start(changes) :]:
+            match change:
+                case ["extend", list(messages)]:
+                    if len(messages) > self._size:  # the rest would be evicted at once
+                        messages = messages[len(messages) - self._size :]
+                    self.extend(History.validate_python(messages))
+                case ["reset"]:
+                    self.reset()
+                case ["drop_last", int(n)]:
+                    self.drop_last(n)
+                case ["replace_last", dict(message)]:
+                    if self.data:  # the message it replaced may be gone from a trimmed log
+                        self.replace_last(Message.model_validate(message))
+                case _:
+                    raise ValueError(f"not a memory change: {str(change)[:80]!r}")
+
+    def _replay_start(self, changes: Sequence[Any]) -> int:
+        """Where replaying `changes` may start and still end in the same window: at the last
+        reset, or where the appends after it reach `size` messages (the window of a run of
+        appends is the last `size` messages, less the tool results leading it, whatever it
+        held before)."""
+        appended = 0
+        for index in range(len(changes) - 1, -1, -1):
+            match changes[index]:
+                case ["extend", list(messages)]:
+                    appended += len(messages)
+                    if appended >= self._size:
+                        return index
+                case ["reset"]:
+                    return index
+                case _:
+                    return 0  # a drop or replace depends on what came before: all of it
+        return 0
+
+
+class RecordedMemory(Memory):
+    """A memory's copy inside one turn of a stored conversation: each change is applied and
+    recorded, so the turn can write it to the store once it succeeds. (Changes made by
+    assigning to `.data` directly are not recorded.)"""
+
+    def __init__(self, size: int, record: Callable[[Any], None]) -> None:
+        super().__init__(size)
+        self._record = record
+
+    def extend(self, history: Iterable[Message]) -> Self:
+        history = list(history)
+        if history:
+            dumped = History.dump_python(history, mode="json", exclude_defaults=True)
+            self._record(["extend", dumped])
+        return super().extend(history)
+
+    def replace_last(self, message: Message) -> Self:
+        if self.data:
+            self._record(["replace_last", message.model_dump(mode="json", exclude_defaults=True)])
+        return super().replace_last(message)
+
+    def drop_last(self, n: int = 1) -> Self:
+        if n > 0 and self.data:
+            self._record(["drop_last", n])
+        return super().drop_last(n)
+
+    def reset(self) -> None:
+        self._record(["reset"])
+        super().reset()
+
 
 def as_messages(history: list[Message] | Message | str, role: MessageRole | str) -> list[Message]:
     if isinstance(history, str):
@@ -126,7 +203,8 @@ class MemoryModule(Module):
     ) -> None:
         super().__init__()
         self.new_message_role = MessageRole(new_message_role)
-        self.prompt = Prompt(system_prompt)
+        # a Prompt; an agent with a callable prompt puts a DynamicPrompt here
+        self.prompt: BasePrompt = Prompt(system_prompt)
         self._memory = shared_memory if shared_memory is not None else Memory(memory_size)
 
     @property
@@ -135,7 +213,10 @@ class MemoryModule(Module):
         if session is None:
             return self._memory
         base = self._memory  # sessions key on the Memory, so shared memories stay shared
-        return session.state(base, lambda: Memory(base.size))
+        if session.store is None:
+            return session.state(base, lambda: Memory(base.size))
+        # a store keeps it under the module's path (see `promptimus.sessions`)
+        return session.state(base, lambda: Memory(base.size), key=self.path)
 
     @memory.setter
     def memory(self, memory: Memory) -> None:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING, Any
 
-from .._lazy import deprecated_exports
+from .._compat_seam import compat_calls, compat_names
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
-from ..template import format_template, parse_template
+from ..prompts.template import format_template, parse_template
 from .memory import Memory, MemoryModule
 from .retrieval import RetrievalModule
 
@@ -38,7 +37,7 @@ class RAGModule(Module):
 
     1. retrieves documents for the question with ``retrieval`` (a `RetrievalModule`);
     2. formats ``query_template`` (a Parameter with ``{context}`` and ``{question}`` fields —
-       ``{query}`` too, the original promptimus's name for the question — plus
+       ``{query}`` too, an older name for the question — plus
        any extra keyword arguments) into the user message sent to the LLM, after the memory;
     3. stores the exchange in memory — the user's plain question and the answer, not the stuffed
        context (that would crowd the memory window and be re-sent every turn), unless
@@ -50,6 +49,7 @@ class RAGModule(Module):
     vector_store, reranker) may be set on this module or any ancestor.
     """
 
+    @compat_calls("retrieval:rag_arguments")
     def __init__(
         self,
         memory_size: int = 10,
@@ -67,36 +67,8 @@ class RAGModule(Module):
         memory_stores_context: bool = False,
         shared_memory: Memory | None = None,
         document_separator: str = "\n\n",
-        n_results: int | None = None,
     ) -> None:
         super().__init__()
-        if not isinstance(memory_size, int):  # 0.1's order: RAGModule(vector_store, text_store)
-            if not _is_store(memory_size) or (
-                system_prompt is not DEFAULT_RAG_SYSTEM_PROMPT and not _is_store(system_prompt)
-            ):
-                raise InvalidArgument(
-                    "RAGModule's positional arguments are (memory_size, system_prompt, "
-                    "query_template); pass stores by keyword: RAGModule(vector_store=..., "
-                    f"text_store=...). Got {type(memory_size).__name__} for memory_size."
-                )
-            warnings.warn(
-                "RAGModule(store, ...) is promptimus 0.1's order; use "
-                "RAGModule(vector_store=..., text_store=...) instead.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            vector_store = memory_size
-            if system_prompt is not DEFAULT_RAG_SYSTEM_PROMPT:
-                text_store = system_prompt  # type: ignore[assignment]
-            memory_size, system_prompt = 10, DEFAULT_RAG_SYSTEM_PROMPT
-        if n_results is not None:  # an early 0.1 API (its SKILL.md): one count for everything
-            warnings.warn(
-                "RAGModule(n_results=N) is promptimus 0.1's spelling; use n_semantic=N, "
-                "n_text=N, n_after_rerank=N instead.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            n_semantic = n_text = n_after_rerank = n_results
         parse_template(query_template)  # a malformed template fails here, not at the first call
         if retrieval is None:
             retrieval = RetrievalModule(
@@ -143,7 +115,7 @@ class RAGModule(Module):
         **kwargs: Any,
     ) -> Message:
         hits = await self.retrieval.forward(question, where=where)
-        # `query` is the original promptimus's name for the question: its templates keep working.
+        # `query` is an older name for the question: templates written with it keep working.
         variables = {
             "query": question,
             **kwargs,
@@ -169,11 +141,4 @@ class RAGModule(Module):
         return response
 
 
-def _is_store(value: object) -> bool:
-    return any(hasattr(value, name) for name in ("search", "vector_search", "text_search"))
-
-
-# The original promptimus' name for the default system prompt.
-__getattr__ = deprecated_exports(
-    __name__, {"DEFAULT_SYSTEM_PROMPT": "promptimus.modules.rag.DEFAULT_RAG_SYSTEM_PROMPT"}
-)
+__getattr__ = compat_names(__name__)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import warnings
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._compat_seam import compat_calls, compat_function
+from ..argument_checks import non_negative_int, positive_int
 from ..core import Module
 from ..errors import InvalidArgument, ProviderResponseError, RerankerNotSet
 from ..observe.provider_calls import provider_call
@@ -19,6 +20,8 @@ if TYPE_CHECKING:
     from ..protocols import EmbedderProtocol, RerankerProtocol, VectorStoreProtocol, Where
 
 __all__ = ["RetrievalModule", "document_id"]
+
+_rerank_unfused = compat_function("retrieval:rerank_unfused")
 
 
 def document_id(document: str) -> str:
@@ -46,10 +49,11 @@ class RetrievalModule(Module):
       fusion step instead. Scores are the last stage's: store scores for a single source without
       reranker, RRF scores after fusion, the reranker's scores after reranking.
     - ``n_semantic``, ``n_text`` and ``n_after_rerank`` are plain ints (0 switches a source off),
-      not Parameters: the module adds no checkpoint keys, exactly as the original's, so a tree
-      holding one saves and loads the same files as the original promptimus.
+      not Parameters: the module adds no checkpoint keys, so a tree holding one saves and loads
+      the same files as one written with promptimus 0.1.
     """
 
+    @compat_calls("retrieval:retrieval_arguments")
     def __init__(
         self,
         vector_store: VectorStoreProtocol | None = None,
@@ -61,26 +65,11 @@ class RetrievalModule(Module):
         embedder: EmbedderProtocol | None = None,
         reranker: RerankerProtocol | None = None,
         fusion_k: int = 60,
-        n_results: int | None = None,
     ) -> None:
         super().__init__()
-        if n_results is not None:  # an early 0.1 API (its SKILL.md): one count for everything
-            warnings.warn(
-                "RetrievalModule(n_results=N) is promptimus 0.1's spelling; use n_semantic=N, "
-                "n_text=N, n_after_rerank=N instead.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            n_semantic = n_text = n_after_rerank = n_results
-        for name, value in (
-            ("n_semantic", n_semantic),
-            ("n_text", n_text),
-            ("n_after_rerank", n_after_rerank),
-        ):
-            _check_count(name, value)
-        self.n_semantic = n_semantic
-        self.n_text = n_text
-        self.n_after_rerank = n_after_rerank
+        self.n_semantic = _check_count("n_semantic", n_semantic)
+        self.n_text = _check_count("n_text", n_text)
+        self.n_after_rerank = _check_count("n_after_rerank", n_after_rerank)
         self._fusion = RRFReranker(fusion_k)
         if vector_store is not None:
             self.with_vector_store(vector_store)
@@ -157,32 +146,13 @@ class RetrievalModule(Module):
                 raise InvalidArgument(
                     f"documents[{i}] is a {type(doc).__name__}; documents are str."
                 )
-        if ids is None:
-            id_list = [document_id(doc) for doc in docs]
-        else:
-            id_list = list(ids)
-            if len(id_list) != len(docs):
-                raise InvalidArgument(f"Got {len(id_list)} ids for {len(docs)} documents.")
-            for i, doc_id in enumerate(id_list):
-                if not isinstance(doc_id, str) or not doc_id:
-                    raise InvalidArgument(f"ids[{i}] must be a non-empty str, got {doc_id!r}.")
+        id_list = _checked_ids(docs, ids)
         metas = None if metadatas is None else list(metadatas)
         if metas is not None and len(metas) != len(docs):
             raise InvalidArgument(f"Got {len(metas)} metadatas for {len(docs)} documents.")
-        if chunk_size is not None and chunk_size < 1:
-            raise InvalidArgument(f"chunk_size must be >= 1 or None, got {chunk_size}.")
-
-        # one entry per id; the last occurrence wins, as separate upserts would
-        latest: dict[str, int] = {}
-        for position, doc_id in enumerate(id_list):
-            first = latest.get(doc_id)
-            if first is not None and docs[first] != docs[position]:
-                raise InvalidArgument(
-                    f"The id {doc_id!r} is given for two different documents (positions {first} "
-                    f"and {position}); ids must identify one document."
-                )
-            latest[doc_id] = position
-        unique = sorted(latest.values())
+        if chunk_size is not None:
+            chunk_size = positive_int(chunk_size, "chunk_size (or None)")
+        unique = _last_of_each_id(docs, id_list)
         step = chunk_size or max(len(unique), 1)
         stores = self._stores()
         embedder = self.embedder
@@ -241,9 +211,8 @@ class RetrievalModule(Module):
             rankings = list(await asyncio.gather(*searches))
 
         reranker = self._reranker_or_none()
-        if reranker is not None and not hasattr(reranker, "rerank"):
-            # promptimus 0.1's protocol: `forward(query, result_lists)` fuses and reranks at once
-            return list(await reranker.forward(query, rankings))[:n_out]
+        if reranker is not None and not hasattr(reranker, "rerank"):  # an older protocol
+            return await _rerank_unfused(reranker, query, rankings, n_out)
         if reranker is not None and hasattr(reranker, "fuse"):
             return reranker.fuse(rankings, top_n=n_out)  # type: ignore[no-any-return]
         candidates = rankings[0] if len(rankings) == 1 else self._fusion.fuse(rankings)
@@ -262,7 +231,33 @@ class RetrievalModule(Module):
         return await self.vector_store.search(embedding, n, where)
 
 
+def _checked_ids(docs: list[str], ids: Sequence[str] | None) -> list[str]:
+    """One non-empty str id per document; a hash of the text (`document_id`) when none given."""
+    if ids is None:
+        return [document_id(doc) for doc in docs]
+    id_list = list(ids)
+    if len(id_list) != len(docs):
+        raise InvalidArgument(f"Got {len(id_list)} ids for {len(docs)} documents.")
+    for i, doc_id in enumerate(id_list):
+        if not isinstance(doc_id, str) or not doc_id:
+            raise InvalidArgument(f"ids[{i}] must be a non-empty str, got {doc_id!r}.")
+    return id_list
+
+
+def _last_of_each_id(docs: list[str], id_list: list[str]) -> list[int]:
+    """The positions to store, in input order: one per id, the last occurrence winning as
+    separate upserts would; an id given for two different texts is refused."""
+    latest: dict[str, int] = {}
+    for position, doc_id in enumerate(id_list):
+        first = latest.get(doc_id)
+        if first is not None and docs[first] != docs[position]:
+            raise InvalidArgument(
+                f"The id {doc_id!r} is given for two different documents (positions {first} "
+                f"and {position}); ids must identify one document."
+            )
+        latest[doc_id] = position
+    return sorted(latest.values())
+
+
 def _check_count(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidArgument(f"{name} must be an int >= 0 (0 switches it off), got {value!r}.")
-    return value
+    return non_negative_int(value, f"{name} (0 switches it off)")

@@ -37,7 +37,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from .._lazy import deprecated_exports
+from .._compat_seam import compat_names
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..errors import (
@@ -51,9 +51,9 @@ from ..errors import (
 from ..llms.capabilities import RESPONSE_FORMAT_MODES, ResponseFormatMode, capabilities
 from ..model_json import decode_json, decode_json_prefix
 from ..observe.provider_calls import report_event
-from ..template import format_template
+from ..prompts.prompt import Prompt
+from ..prompts.template import format_template
 from .memory import as_messages
-from .prompt import Prompt
 
 __all__ = ["StructuralOutput", "format_validation_error", "openai_response_format"]
 
@@ -388,11 +388,4 @@ class StructuralOutput(Module, Generic[T]):
         return f"{self.output_model.__name__}, n_retries={self.n_retries}, {mode}"
 
 
-# The original promptimus's names for the native-mode prompt and the retry template.
-__getattr__ = deprecated_exports(
-    __name__,
-    {
-        "DEFAULT_SYSTEM_PROMPT_NO_SCHEMA": "promptimus.modules.structural.DEFAULT_SYSTEM_PROMPT",
-        "DEFAULT_RETRY_MESSAGE": "promptimus.modules.structural.DEFAULT_RETRY_TEMPLATE",
-    },
-)
+__getattr__ = compat_names(__name__)

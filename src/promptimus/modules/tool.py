@@ -1,16 +1,9 @@
-"""The original promptimus' `promptimus.modules.tool`. Tools now live in `promptimus.tools` and
-agents in `promptimus.agents`; each name imported from here warns once with its new home."""
+"""promptimus 0.1's `promptimus.modules.tool`. Tools now live in `promptimus.tools` and agents
+in `promptimus.agents`; each name imported from here warns once with its new home
+(`promptimus.compat.names`)."""
 
 from __future__ import annotations
 
-from promptimus._lazy import deprecated_exports
+from promptimus._compat_seam import compat_names
 
-__getattr__ = deprecated_exports(
-    __name__,
-    {
-        "Tool": "promptimus.tools.Tool",
-        "SupportsHandoff": "promptimus.tools.SupportsHandoff",
-        "ToolCallingAgent": "promptimus.agents.ToolCallingAgent",
-        "OpenaiToolCallingAgent": "promptimus.agents.OpenaiToolCallingAgent",
-    },
-)
+__getattr__ = compat_names(__name__)

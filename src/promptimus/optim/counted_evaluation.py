@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core import Module
 from ..dto import Usage
-from ..evals import CallCounter, evaluate
+from ..evals import CallCounter, Runner, evaluate
 from .budget import Budget
 
 
@@ -43,8 +43,10 @@ class CountedEvaluator:
         concurrency: int = 8,
         calls: int = 0,
         usage: Usage | None = None,
+        runner: Runner | None = None,
     ) -> None:
         self.module = module
+        self.runner = runner
         self.budget = budget
         self.concurrency = concurrency
         self.counter = CallCounter(budget.calls)  # evals' own count; refuses, never passes
@@ -92,6 +94,7 @@ class CountedEvaluator:
             concurrency=self.concurrency,
             progress=False,
             counter=self.counter,
+            runner=self.runner,
         )
         self.add_usage(report.usage)
         self.add_usage(report.metric_usage)  # an LLMJudge's tokens count against the limit too

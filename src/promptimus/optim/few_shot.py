@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Any, Self
 
+from ..argument_checks import positive_int
 from ..core import Module, Parameter
-from ..errors import InvalidArgument, NothingToTrain
+from ..errors import NothingToTrain
 from .proposer import _output_text
 from .run_state import TrainState
 
@@ -48,12 +49,8 @@ class FewShot:
         prompt: str | None = None,
         seed: int = 0,
     ) -> None:
-        if k < 1 or candidates < 1:
-            raise InvalidArgument(
-                f"FewShot needs k >= 1 and candidates >= 1 (got {k}, {candidates})."
-            )
-        self.k = k
-        self.candidates = candidates
+        self.k = positive_int(k, "FewShot k")
+        self.candidates = positive_int(candidates, "FewShot candidates")
         self.min_score = min_score
         self.prompt = prompt
         self.seed = seed
@@ -63,7 +60,7 @@ class FewShot:
         self._tried = 0
 
     def attach(self, module: Module) -> Self:
-        from ..modules.prompt import Prompt
+        from ..prompts.prompt import Prompt
 
         found = [
             (path, m)
@@ -141,24 +138,8 @@ class FewShot:
         state.evaluator.ensure(len(state.valset))
         self._params[path].value = demos
         try:
-            val = await state.evaluator.run(state.valset)
-            cid = state.add_candidate(0, path, demos, val.scores)
-            better = val.score > state.best_score
-            state.record(
-                {
-                    "candidate": cid,
-                    "parent": 0,
-                    "path": path,
-                    "value": demos,
-                    "val_score": val.score,
-                    "val_scores": val.scores,
-                    "accepted": better,
-                    "reason": "beats best" if better else "not better on validation",
-                    "demos_bootstrapped": len(demos) - labelled,
-                    "demos_labelled": labelled,
-                },
-                accepted_candidate=cid if better else None,
-            )
+            counts = {"demos_bootstrapped": len(demos) - labelled, "demos_labelled": labelled}
+            await state.validate(0, path, demos, counts, worse="not better on validation")
         finally:
             state.load_best()
         return True

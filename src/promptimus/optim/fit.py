@@ -13,6 +13,7 @@ from ..core import Module, Parameter
 from ..dto import Usage
 from ..errors import BudgetTooSmall, EmptyTrainingData, InvalidArgument, OptimizationError
 from ..evals.example import example_list
+from ..evals.runner import Runner, check_runner
 from .budget import Budget
 from .counted_evaluation import BudgetSpent, CountedEvaluator
 from .run_state import HISTORY, TrainState
@@ -47,13 +48,17 @@ async def fit(
     resume: bool = False,
     progress: bool = True,
     concurrency: int = 8,
+    runner: Runner | None = None,
 ) -> TrainResult:
     """Improve `module`'s trainable parameters on `trainset`, judged by `metric` on `valset`
     (the train set when None). `budget` counts module calls made for evaluation, the baseline
     included; the run stops before it would pass it. With `checkpoint_dir`, `best.toml` and
     `history.jsonl` are written after the baseline and after every candidate; `resume=True`
-    continues a run saved there. The module ends holding the best values found."""
+    continues a run saved there. The module ends holding the best values found. `runner` says
+    where evaluations run (see `evaluate`): the optimizer stays here, and the budget is counted
+    here, whatever the number of workers."""
     _check_optimizer(optimizer)
+    runner = check_runner(runner)
     trainset = example_list(trainset, "fit's trainset")
     valset = trainset if valset is None else example_list(valset, "fit's valset")
     if not trainset:
@@ -77,7 +82,7 @@ async def fit(
         )
     optimizer.attach(module)  # last check: NothingToTrain; FewShot adds its demos here
     params = optimizer.parameters()
-    evaluator = CountedEvaluator(module, metric, budget, concurrency=concurrency)
+    evaluator = CountedEvaluator(module, metric, budget, concurrency=concurrency, runner=runner)
     state = TrainState(module, params, trainset, valset, evaluator, checkpoint_dir=folder)
     bar = _progress_bar(budget.calls) if progress else None
     if bar is not None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
-from ..template import format_template
+from ..prompts.template import format_template
 
 
 @dataclass(frozen=True)

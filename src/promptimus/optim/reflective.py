@@ -7,6 +7,7 @@ import random
 from dataclasses import dataclass
 from typing import Any, Self
 
+from ..argument_checks import positive_int
 from ..core import Module, Parameter
 from ..errors import InvalidArgument, OptimizationError
 from ..protocols.llm import LLMProtocol
@@ -61,8 +62,7 @@ class Reflective:
             raise InvalidArgument(
                 f"propose= must be a function (request) -> str, got {type(propose).__name__}."
             )
-        if minibatch_size < 1:
-            raise InvalidArgument(f"minibatch_size must be at least 1, got {minibatch_size}.")
+        minibatch_size = positive_int(minibatch_size, "minibatch_size")
         self.proposer: TeacherProposer | None = None
         if teacher is not None:
             self.proposer = TeacherProposer().with_llm(teacher)
@@ -194,22 +194,9 @@ class Reflective:
                 reason = "budget spent before validation"
                 state.record({**entry, "accepted": False, "reason": reason})
                 raise BudgetSpent
-            val = await state.evaluator.run(state.valset)
-            cid = state.add_candidate(parent, path, candidate.value, val.scores)
-            better = val.score > state.best_score
-            state.record(
-                {
-                    **entry,
-                    "candidate": cid,
-                    "val_score": val.score,
-                    "val_scores": val.scores,
-                    "accepted": better,
-                    "reason": "beats best"
-                    if better
-                    else f"not better on validation: {val.score:g} <= best {state.best_score:g}",
-                },
-                accepted_candidate=cid if better else None,
-            )
+            measured = {k: v for k, v in entry.items() if k.startswith("minibatch_")}
+            worse = f"not better on validation: {{score:g}} <= best {state.best_score:g}"
+            await state.validate(parent, path, candidate.value, measured, worse=worse)
             return True
         finally:
             state.load_best()

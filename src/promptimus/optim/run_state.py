@@ -89,6 +89,32 @@ class TrainState:
             self.best_score = entry["val_score"]
         self.save(best_changed=accepted_candidate is not None)
 
+    async def validate(
+        self, parent: int, path: str, value: Any, entry: dict[str, Any], *, worse: str
+    ) -> bool:
+        """Try the values the module holds now (``parent``'s, with ``path`` set to ``value``) on
+        the validation set: they become a candidate, recorded with ``entry`` and the scores, and
+        the best one if they beat it (else the reason is ``worse``, where ``{score}`` stands for
+        their validation score). True when they did."""
+        val = await self.evaluator.run(self.valset)
+        cid = self.add_candidate(parent, path, value, val.scores)
+        better = val.score > self.best_score
+        self.record(
+            {
+                "candidate": cid,
+                "parent": parent,
+                "path": path,
+                "value": value,
+                **entry,
+                "val_score": val.score,
+                "val_scores": val.scores,
+                "accepted": better,
+                "reason": "beats best" if better else worse.format(score=val.score),
+            },
+            accepted_candidate=cid if better else None,
+        )
+        return better
+
     def start(self, scores: list[float]) -> None:
         self.candidates[0] = self.snapshot()
         self.val_scores[0] = list(scores)

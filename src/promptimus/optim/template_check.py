@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..errors import PromptFormatError
-from ..template import template_fields
+from ..prompts.template import template_fields
 
 
 def template_break(current: str, candidate: str) -> str | None:

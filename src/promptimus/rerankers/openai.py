@@ -2,45 +2,32 @@
 
 The request is ``{"model", "query", "documents": [text, ...], "top_n"}`` and the answer
 ``{"results": [{"index": i, "relevance_score": s}, ...]}`` — the shape Cohere, Jina, Voyage, vLLM,
-Infinity and LocalAI share. Results are mapped back to the input hits by ``index``.
+Infinity and LocalAI share. Results are mapped back to the input hits by ``index``. Requests go
+through the same `OpenAIEndpoint` as chat and embeddings: the official SDK's client (its ``post``
+to a path of the API), the one retry policy, the concurrency cap and the key's redaction.
 """
 
 from __future__ import annotations
 
 import math
-import os
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from promptimus.errors import InvalidArgument, MalformedReply, ProviderConfigError
+from promptimus._compat_seam import CompatMethod, compat_calls
+from promptimus.argument_checks import non_negative_int
+from promptimus.errors import MalformedReply, ProviderConfigError
 from promptimus.transport.concurrency import ConcurrencyLimit
-from promptimus.transport.original_kwargs import OriginalKwargs
-from promptimus.transport.per_loop import PerLoop
+from promptimus.transport.openai_client import NO_KEY
+from promptimus.transport.openai_endpoint import OpenAIEndpoint
 from promptimus.transport.retry import RetryPolicy
 
 if TYPE_CHECKING:
-    import httpx
-
     from promptimus.dto import SearchHit
 
 __all__ = ["OpenAILikeReranker"]
 
 
-class _HTTPStatusError(Exception):
-    """A non-2xx answer, shaped like the SDK's errors (``status_code``, ``response``, ``body``) so
-    `RetryPolicy` classifies it (429/5xx retried, honouring ``Retry-After``; 4xx not)."""
-
-    def __init__(self, response: httpx.Response) -> None:
-        self.status_code = response.status_code
-        self.response = response
-        try:
-            self.body: Any = response.json()
-        except ValueError:
-            self.body = response.text[:500] or None
-        super().__init__(f"HTTP {response.status_code}")
-
-
-class OpenAILikeReranker:
+class OpenAILikeReranker(OpenAIEndpoint):
     """Rerank hits with a hosted or local cross-encoder behind a ``/rerank`` endpoint.
 
     - ``base_url`` is the API root, e.g. ``https://api.jina.ai/v1`` or ``http://localhost:8000/v1``
@@ -50,9 +37,15 @@ class OpenAILikeReranker:
       error message.
     - ``top_n`` is sent to the server and also enforced locally.
     - Transient failures (429, 5xx, timeouts) are retried by the shared `RetryPolicy`.
-    - ``extra_body`` is merged into every request (e.g. ``{"return_documents": False}``).
+    - ``call_kwargs`` and ``extra_body`` are merged into every request body (e.g.
+      ``{"return_documents": False}``); ``headers`` are sent with every request.
+    - ``request_count`` counts the server's answers, errors included.
     """
 
+    _request_kind = "rerank"
+    _key_required = False
+
+    @compat_calls("provider_arguments:reranker_arguments")
     def __init__(
         self,
         model_name: str,
@@ -64,77 +57,46 @@ class OpenAILikeReranker:
         retry: RetryPolicy | None = None,
         timeout: float | None = 60.0,
         max_concurrency: int | ConcurrencyLimit | None = None,
+        call_kwargs: dict[str, Any] | None = None,
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
-        **original: Any,
     ) -> None:
-        # promptimus 0.1's n_retries=, base_wait= and rerank_kwargs= (warned, then mapped)
-        old = OriginalKwargs.take(type(self).__name__, original, "rerank_kwargs", stacklevel=4)
-        if original:
-            raise TypeError(
-                f"OpenAILikeReranker() got unexpected keyword arguments: {', '.join(original)}"
-            )
-        if old.max_retries is not None:
-            max_retries = old.max_retries
-        if retry is None and old.base_delay is not None:
-            retry = RetryPolicy(max_retries=max_retries, base_delay=old.base_delay)
-        extra_body = {**old.call_kwargs, **(extra_body or {})}
         if not base_url:
             raise ProviderConfigError(
                 f"OpenAILikeReranker({model_name!r}) needs base_url=..., the API root that serves "
                 "POST /rerank (e.g. 'https://api.jina.ai/v1' or 'http://localhost:8000/v1')."
             )
-        self.model_name = model_name
-        self.base_url = base_url.rstrip("/")
-        self.api_key_env = api_key_env
-        self._api_key = api_key
-        self.retry = retry if retry is not None else RetryPolicy(max_retries=max_retries)
-        self.timeout = timeout
-        self.extra_body = dict(extra_body or {})
-        self._headers = dict(headers or {})
-        if isinstance(max_concurrency, int):
-            max_concurrency = ConcurrencyLimit(max_concurrency)
-        self._limit = max_concurrency
-        self._clients: PerLoop[httpx.AsyncClient] = PerLoop(self._build_client)
-        self.request_count = 0
-
-    def _key(self) -> str | None:
-        if self._api_key:
-            return self._api_key
-        if self.api_key_env:
-            return os.environ.get(self.api_key_env) or None
-        return None
-
-    def secrets(self) -> tuple[str, ...]:
-        """The credentials this reranker sends (its API key), for redaction from any text."""
-        key = self._key()
-        return (key,) if key else ()
-
-    def _build_client(self) -> httpx.AsyncClient:
-        import httpx
-
-        headers = dict(self._headers)
-        key = self._key()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        return httpx.AsyncClient(timeout=self.timeout, headers=headers)
+        super().__init__(
+            model_name,
+            api_key,
+            base_url.rstrip("/"),
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
+            timeout=timeout,
+            requests_per_minute=None,
+            tokens_per_minute=None,
+            rate_period=60.0,
+            call_kwargs={**(call_kwargs or {}), **(extra_body or {})},
+            retry=retry,
+            api_key_env=api_key_env,
+            client_kwargs={"default_headers": headers} if headers else {},
+        )
 
     async def rerank(
         self, query: str, hits: list[SearchHit], top_n: int | None = None
     ) -> list[SearchHit]:
-        if top_n is not None and top_n < 0:
-            raise InvalidArgument(f"top_n must be >= 0 or None, got {top_n}.")
+        if top_n is not None:
+            top_n = non_negative_int(top_n, "top_n (or None)")
         if not hits or top_n == 0:
             return []
         body: dict[str, Any] = {
             "model": self.model_name,
             "query": query,
             "documents": [hit.document for hit in hits],
-            **self.extra_body,
+            **self.call_kwargs,
         }
         if top_n is not None:
             body["top_n"] = min(top_n, len(hits))
-        key = self._key()
 
         async def attempt() -> list[SearchHit]:
             return self._map_results(await self._post(body), hits, top_n)
@@ -142,31 +104,31 @@ class OpenAILikeReranker:
         return await self.retry.run(
             attempt,
             context=f"rerank with {self.model_name!r} at {self.base_url}",
-            redact=(key,) if key else (),
+            redact=self._factory.secrets(),
         )
 
-    async def forward(
-        self, query: str, result_lists: list[list[SearchHit]], **kwargs: Any
-    ) -> list[SearchHit]:
-        """promptimus 0.1's reranker call: rescore the union of ``result_lists`` (the first hit
-        of each id), best first."""
-        unique: dict[str, SearchHit] = {}
-        for results in result_lists:
-            for hit in results:
-                unique.setdefault(hit.id, hit)
-        return await self.rerank(query, list(unique.values()))
+    forward = CompatMethod("retrieval:rerank_result_lists")
 
     async def _post(self, body: dict[str, Any]) -> Any:
-        client = self._clients.get()
-        if self._limit is None:
-            response = await client.post(f"{self.base_url}/rerank", json=body)
-        else:
-            async with self._limit.slot():
-                response = await client.post(f"{self.base_url}/rerank", json=body)
-        self.request_count += 1
-        if response.status_code >= 400:
-            raise _HTTPStatusError(response)
-        return response.json()
+        client = self._factory.get()
+        options: dict[str, Any] = {}
+        if client.api_key == NO_KEY:  # a server that takes no key: send no Authorization
+            from openai import Omit
+
+            options["headers"] = {"Authorization": Omit()}
+        slot, reservation = await self._admit(0.0)
+        try:
+            reply = await client.post("/rerank", cast_to=object, body=body, options=options)
+        except Exception as exc:
+            if getattr(exc, "status_code", None) is not None:  # the server answered, with an error
+                with self._lock:
+                    self._request_count += 1
+            raise
+        finally:
+            if slot is not None:
+                slot.release()
+        self._record(None, reservation)
+        return reply
 
     def _map_results(self, data: Any, hits: list[SearchHit], top_n: int | None) -> list[SearchHit]:
         """The hits the reply ranks; `MalformedReply` (retried once) if it is not a list of
@@ -206,7 +168,7 @@ class OpenAILikeReranker:
 
     async def aclose(self) -> None:
         """Close the HTTP client of the running event loop (others close when their loop ends)."""
-        await self._clients.get().aclose()
+        await self._factory.get().close()
 
     def __repr__(self) -> str:
         return f"OpenAILikeReranker(model_name={self.model_name!r}, base_url={self.base_url!r})"

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from promptimus._compat_seam import compat_calls
+from promptimus.argument_checks import finite_number, non_negative_int
 from promptimus.core import Module, Parameter
-from promptimus.errors import InvalidArgument
 
 if TYPE_CHECKING:
     from promptimus.dto import SearchHit
@@ -25,10 +26,9 @@ def reciprocal_rank_fusion(
     with that id (rankings in order), carrying the fused score. Ties go to the document with the
     better best rank, then to the one seen first — so the order is fully deterministic.
     """
-    if isinstance(k, bool) or not isinstance(k, int | float) or k < 0 or not math.isfinite(k):
-        raise InvalidArgument(f"RRF needs a finite k >= 0, got {k!r}; the usual value is 60.")
-    if top_n is not None and top_n < 0:
-        raise InvalidArgument(f"top_n must be >= 0 or None, got {top_n}.")
+    k = finite_number(k, "RRF's k (the usual value is 60)")
+    if top_n is not None:
+        top_n = non_negative_int(top_n, "top_n (or None)")
     first: dict[str, SearchHit] = {}
     parts: dict[str, list[float]] = {}
     best_rank: dict[str, int] = {}
@@ -74,10 +74,9 @@ class RRFReranker(Module):
     ) -> list[SearchHit]:
         return self.fuse([hits], top_n)
 
+    @compat_calls("retrieval:rrf_forward_arguments")
     async def forward(
-        self, rankings: list[list[SearchHit]] | str, top_n: Any = None
+        self, rankings: list[list[SearchHit]], top_n: int | None = None
     ) -> list[SearchHit]:
-        """``forward(rankings)``, or promptimus 0.1's ``forward(query, result_lists)``."""
-        if isinstance(rankings, str):  # 0.1's reranker protocol: the query comes first
-            return self.fuse(top_n)
+        """The fused ranking of ``rankings`` (best first, at most ``top_n``)."""
         return self.fuse(rankings, top_n)

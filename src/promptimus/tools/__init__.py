@@ -1,4 +1,5 @@
-"""Tools: functions and modules as tools, schemas from signatures, composite tools, run context."""
+"""Tools: the `Tool` base and its kinds (functions, modules, composites; MCP tools live in
+`promptimus.mcp`), schemas from signatures, tool sources, run context."""
 
 from __future__ import annotations
 
@@ -8,7 +9,10 @@ from promptimus._lazy import lazy_exports
 
 _LAZY: dict[str, str] = {
     "Tool": "tool",
+    "FunctionTool": "tool",
+    "ModuleTool": "tool",
     "SupportsHandoff": "tool",
+    "ToolSource": "tool",
     "toolset": "tool",
     "tool_result_to_text": "tool",
     "handoff_messages": "tool",
@@ -19,8 +23,11 @@ _LAZY: dict[str, str] = {
 if TYPE_CHECKING:
     from .composite_tool import CompositeTool as CompositeTool
     from .run_context import RunContext as RunContext
+    from .tool import FunctionTool as FunctionTool
+    from .tool import ModuleTool as ModuleTool
     from .tool import SupportsHandoff as SupportsHandoff
     from .tool import Tool as Tool
+    from .tool import ToolSource as ToolSource
     from .tool import handoff_messages as handoff_messages
     from .tool import tool_result_to_text as tool_result_to_text
     from .tool import toolset as toolset

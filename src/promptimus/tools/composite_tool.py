@@ -15,16 +15,17 @@ error like any other failed call.
 from __future__ import annotations
 
 import copy
-import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
-from ..core import ModuleDict, Parameter
+from ..core import ModuleDict
 from ..errors import ToolArgumentsError, ToolError, ToolExecutionError
+from .base import Tool
+from .results import tool_result_to_jsonable
 from .run_context import RunContext
-from .tool import Tool, tool_result_to_jsonable, toolset
+from .sources import toolset
 from .tool_schema import ArgSpec, FunctionSchema
 
 __all__ = ["CompositeTool", "SubCall"]
@@ -106,7 +107,7 @@ class CompositeTool(Tool):
         tools: Sequence[Tool],
         timeout: float | None = None,
     ) -> None:
-        self._init_without_function(name, timeout, "CompositeTool timeout")
+        super().__init__(name=name, description=description, timeout=timeout)
         by_name = toolset(tools)
         if not by_name:
             raise ToolError(f"CompositeTool {name!r} needs at least one sub-tool.")
@@ -122,8 +123,11 @@ class CompositeTool(Tool):
             args=(ArgSpec("calls", "p_calls", False),),
             context_params=(),
         )
-        self.description = Parameter(description)
         self.tools = ModuleDict(by_name)
+
+    @property
+    def parameters_schema(self) -> dict[str, Any]:
+        return self._schema.parameters
 
     @property
     def full_description(self) -> str:
@@ -138,22 +142,20 @@ class CompositeTool(Tool):
             lines.append(f"- {tool.name}: {text}" if text else f"- {tool.name}")
         return "\n".join(lines)
 
+    @property
+    def model_description(self) -> str:
+        return self.full_description
+
     def _sub_tools(self) -> list[Tool]:
         return [tool for tool in self.tools.values() if isinstance(tool, Tool)]
 
-    def to_openai(self) -> dict[str, Any]:
-        return {
-            "type": "function",
-            "function": {
-                "name": self._name,
-                "description": self.full_description,
-                "parameters": self.parameters_schema,
-            },
-        }
+    def validate(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+        return self._schema.validate(arguments, self._name)
 
-    def describe_for_prompt(self) -> str:
-        schema = json.dumps(self.parameters_schema, ensure_ascii=False, separators=(",", ":"))
-        return f"{self._name}: {self.full_description}\n  Arguments (JSON schema): {schema}"
+    def handle_call(
+        self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None
+    ) -> Awaitable[Any]:
+        return self.forward(self.validate(arguments).get("calls", []), ctx)
 
     async def forward(
         self,
@@ -171,7 +173,7 @@ class CompositeTool(Tool):
                 results.append({"name": call.name, "error": error})
                 continue
             try:
-                result = await tool._run(call.args, ctx)
+                result = await tool.run(call.args, ctx)
             except (ToolArgumentsError, ToolExecutionError) as exc:
                 results.append({"name": call.name, "error": str(exc)})
             else:
@@ -188,7 +190,7 @@ class CompositeTool(Tool):
         """A composite call needs approval when any of its sub-calls does, so wrapping a tool
         in a composite never skips the approval the tool asks for."""
         try:
-            values = self._schema.validate(arguments, self._name)
+            values = self.validate(arguments)
         except ToolArgumentsError:
             return False
         for raw in values.get("calls", []):
@@ -197,12 +199,3 @@ class CompositeTool(Tool):
             if isinstance(tool, Tool) and await tool.needs_approval(call.args, ctx):
                 return True
         return False
-
-    async def _run(
-        self,
-        arguments: str | dict[str, Any] | None,
-        ctx: RunContext[Any] | None,
-        default_timeout: float | None = None,
-    ) -> Any:
-        values = self._schema.validate(arguments, self._name)
-        return await self._bounded(self.forward(values.get("calls", []), ctx), default_timeout)

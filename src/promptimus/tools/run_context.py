@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Generic, TypeAlias, TypeVar
 from ..dto import Message, Usage
 
 if TYPE_CHECKING:
-    from ..agents.run_record import RunRecord
+    from ..dto.run_record import RunRecord
 
 __all__ = ["RunContext"]
 

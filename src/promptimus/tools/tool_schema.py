@@ -40,7 +40,6 @@ __all__ = [
     "ParsedDocstring",
     "build_schema",
     "clean_schema",
-    "function_schema",
     "is_context_annotation",
     "parse_docstring",
 ]
@@ -411,40 +410,53 @@ def build_schema(
     for param in parameters:
         if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
             continue
-        annotation = Any if param.annotation is param.empty else param.annotation
-        if is_context_annotation(annotation):
+        if is_context_annotation(Any if param.annotation is param.empty else param.annotation):
             context.append(param.name)
             continue
-        base, metadata, description = _split_annotated(annotation)
-        # `def f(x: int = Field(3, description=...))`: the default is pydantic field info
-        default_info = param.default if isinstance(param.default, FieldInfo) else None
-        has_description = any(
-            isinstance(m, FieldInfo) and m.description is not None
-            for m in (*metadata, default_info)
-        )
-        if description is None and not has_description:
-            description = doc.params.get(param.name)
-        field_type = Annotated[(base, *metadata)] if metadata else base  # type: ignore[valid-type]
-        field_name = f"p_{param.name}"
-        extra = {"description": description} if description is not None else {}
-        info: Any
-        if default_info is not None:
-            info = FieldInfo.merge_field_infos(default_info, Field(alias=param.name, **extra))
-        else:
-            info = Field(
-                default=... if param.default is param.empty else param.default,
-                alias=param.name,
-                **extra,
-            )
-        fields[field_name] = (field_type, info)
-        specs.append(
-            ArgSpec(
-                param.name,
-                field_name,
-                param.kind is param.POSITIONAL_ONLY,
-                always_pass=default_info is not None,
-            )
-        )
+        spec, field = _argument(param, doc.params.get(param.name))
+        fields[spec.field] = field
+        specs.append(spec)
+    model, raw = _argument_model(tool, fields)
+    return FunctionSchema(
+        summary=doc.summary,
+        parameters=_ordered(clean_schema(raw)),
+        model=model,
+        args=tuple(specs),
+        context_params=tuple(context),
+    )
+
+
+def _argument(param: inspect.Parameter, documented: str | None) -> tuple[ArgSpec, Any]:
+    """The argument a parameter stands for, and its pydantic field `(type, FieldInfo)`; its
+    description from the annotation or the default's field info, else the docstring's."""
+    annotation = Any if param.annotation is param.empty else param.annotation
+    base, metadata, description = _split_annotated(annotation)
+    # `def f(x: int = Field(3, description=...))`: the default is pydantic field info
+    default_info = param.default if isinstance(param.default, FieldInfo) else None
+    has_description = any(
+        isinstance(m, FieldInfo) and m.description is not None for m in (*metadata, default_info)
+    )
+    if description is None and not has_description:
+        description = documented
+    field_type = Annotated[(base, *metadata)] if metadata else base  # type: ignore[valid-type]
+    extra = {"description": description} if description is not None else {}
+    info: Any
+    if default_info is not None:
+        info = FieldInfo.merge_field_infos(default_info, Field(alias=param.name, **extra))
+    else:
+        default = ... if param.default is param.empty else param.default
+        info = Field(default=default, alias=param.name, **extra)
+    spec = ArgSpec(
+        param.name,
+        f"p_{param.name}",
+        param.kind is param.POSITIONAL_ONLY,
+        always_pass=default_info is not None,
+    )
+    return spec, (field_type, info)
+
+
+def _argument_model(tool: str, fields: dict[str, Any]) -> tuple[type[BaseModel], dict[str, Any]]:
+    """The pydantic model of a tool's arguments and its raw JSON schema."""
     try:
         model = create_model(  # type: ignore[call-overload]
             _model_name(tool) + "Arguments",
@@ -463,13 +475,7 @@ def build_schema(
             "JSON-compatible type (str, int, float, bool, list, dict, Literal, Enum, a pydantic "
             "model); pass other objects through `RunContext.deps` instead."
         ) from exc
-    return FunctionSchema(
-        summary=doc.summary,
-        parameters=_ordered(clean_schema(raw)),
-        model=model,
-        args=tuple(specs),
-        context_params=tuple(context),
-    )
+    return model, raw
 
 
 def _caller_locals() -> dict[str, Any]:
@@ -497,8 +503,3 @@ def signature_parameters(fn: Callable[..., Any], tool: str) -> list[inspect.Para
     except (TypeError, ValueError) as exc:
         raise ToolError(f"Cannot read the signature of tool {tool!r}: {exc}.") from exc
     return list(signature.parameters.values())
-
-
-def function_schema(fn: Callable[..., Any], tool: str) -> FunctionSchema:
-    """The schema of a plain function, method or callable object."""
-    return build_schema(tool, signature_parameters(fn, tool), inspect.getdoc(fn))

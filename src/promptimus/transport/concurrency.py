@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from promptimus.errors import InvalidArgument
+from promptimus.argument_checks import positive_int
 from promptimus.transport.per_loop import PerLoop
 
 
@@ -16,11 +16,7 @@ class ConcurrencyLimit:
     __slots__ = ("_semaphores", "limit")
 
     def __init__(self, limit: int) -> None:
-        if limit < 1:
-            raise InvalidArgument(
-                f"max_concurrency must be >= 1 (or None for no cap), got {limit}."
-            )
-        self.limit = limit
+        self.limit = positive_int(limit, "max_concurrency (or None for no cap)")
         self._semaphores: PerLoop[asyncio.Semaphore] = PerLoop(lambda: asyncio.Semaphore(limit))
 
     async def acquire(self) -> asyncio.Semaphore:

@@ -18,35 +18,61 @@ from promptimus.transport.per_loop import PerLoop
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
 
+__all__ = ["NO_KEY", "OpenAIClientFactory"]
+
+NO_KEY = "no-key"
+"""The key a client holds when none is set and none is required (never sent)."""
+
 
 class OpenAIClientFactory:
     """Holds connection settings and hands out the client for the running event loop.
 
     ``api_key`` falls back to the environment variable ``api_key_env`` when the client is first
-    needed; a missing key raises ``ProviderConfigError`` naming that variable. The key is never
+    needed; a missing key raises ``ProviderConfigError`` naming that variable, unless
+    ``key_required`` is False (a local server that takes no key): the client then holds the
+    placeholder `NO_KEY`, which the SDK requires and requests must not send. The key is never
     shown by ``repr``.
     """
 
-    __slots__ = ("_api_key", "_clients", "api_key_env", "base_url", "client_kwargs", "timeout")
+    __slots__ = (
+        "_api_key",
+        "_clients",
+        "api_key_env",
+        "base_url",
+        "client_kwargs",
+        "key_required",
+        "timeout",
+    )
 
     def __init__(
         self,
         api_key: str | None = None,
         base_url: str | None = None,
         *,
-        api_key_env: str = "OPENAI_API_KEY",
+        api_key_env: str | None = "OPENAI_API_KEY",
         timeout: float | None = 60.0,
         client_kwargs: dict[str, Any] | None = None,
+        key_required: bool = True,
     ) -> None:
         self._api_key = api_key
         self.api_key_env = api_key_env
+        self.key_required = key_required
         self.base_url = base_url
         self.timeout = timeout
         self.client_kwargs = dict(client_kwargs or {})
         self._clients: PerLoop[OpenAIConnection] = PerLoop(self._build)
 
+    def _find_key(self) -> str | None:
+        if self._api_key:
+            return self._api_key
+        if self.api_key_env is None:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
     def api_key(self) -> str:
-        key = self._api_key or os.environ.get(self.api_key_env)
+        key = self._find_key()
+        if key is None and not self.key_required:
+            return NO_KEY
         if not key:
             where = f" for {self.base_url}" if self.base_url else ""
             raise ProviderConfigError(
@@ -58,7 +84,7 @@ class OpenAIClientFactory:
 
     def secrets(self) -> tuple[str, ...]:
         """Values that must be redacted from any error text."""
-        key = self._api_key or os.environ.get(self.api_key_env)
+        key = self._find_key()
         return (key,) if key else ()
 
     def _build(self) -> OpenAIConnection:

@@ -15,7 +15,6 @@ from promptimus.dto import Usage
 from promptimus.observe.provider_calls import report_usage
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_client import OpenAIClientFactory
-from promptimus.transport.original_kwargs import OriginalKwargs
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.retry import RetryPolicy
 
@@ -35,7 +34,7 @@ class OpenAIEndpoint:
     """Base of `OpenAILike` and `OpenAILikeEmbedder` (see their docstrings for the options)."""
 
     _request_kind: ClassVar[str] = "request"  # named in error messages: "<kind> request for ..."
-    _original_call_kwargs: ClassVar[str | None] = None  # 0.1's name for call_kwargs, if any
+    _key_required: ClassVar[bool] = True  # False: a server that takes no key is asked without one
 
     def __init__(
         self,
@@ -51,22 +50,9 @@ class OpenAIEndpoint:
         rate_period: float,
         call_kwargs: dict[str, Any] | None,
         retry: RetryPolicy | None,
-        api_key_env: str,
+        api_key_env: str | None,
         client_kwargs: dict[str, Any],
     ) -> None:
-        client_kwargs = {"api_key": api_key, "base_url": base_url, **client_kwargs}
-        original = OriginalKwargs.take(
-            type(self).__name__, client_kwargs, self._original_call_kwargs
-        )
-        api_key = client_kwargs.pop("api_key", None)
-        base_url = client_kwargs.pop("base_url", None)
-        if original.max_concurrency is not None:
-            max_concurrency = original.max_concurrency
-        if original.max_retries is not None:
-            max_retries = original.max_retries
-        if retry is None and original.base_delay is not None:
-            retry = RetryPolicy(max_retries=max_retries, base_delay=original.base_delay)
-        call_kwargs = {**original.call_kwargs, **(call_kwargs or {})}
         self.model_name = model_name
         self._factory = OpenAIClientFactory(
             api_key,
@@ -74,6 +60,7 @@ class OpenAIEndpoint:
             api_key_env=api_key_env,
             timeout=timeout,
             client_kwargs=client_kwargs,
+            key_required=self._key_required,
         )
         self.retry = retry if retry is not None else RetryPolicy(max_retries=max_retries)
         if isinstance(max_concurrency, int):

@@ -2,15 +2,16 @@
 
 ``InMemoryVectorStore`` (numpy, imported on first use) serves small corpora; the Chroma store lives
 in the ``promptimus-chromadb-store`` plugin (``from chromadb_store import ChromaVectorStore``).
-The original promptimus' result type and per-document store interface are here too
-(`BaseSearchResult`, `PerDocumentVectorStoreProtocol`, `PerDocumentTextStoreProtocol`); its
-``MemoryStore`` is in the ``promptimus-native-storage`` plugin.
+promptimus 0.1's result type and per-document store protocols are served here too
+(`BaseSearchResult`, `PerDocumentVectorStoreProtocol`, `PerDocumentTextStoreProtocol`, from
+`promptimus.compat`); its ``MemoryStore`` is in the ``promptimus-native-storage`` plugin.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from promptimus._compat_seam import compat_names
 from promptimus._lazy import lazy_exports
 from promptimus.vector_stores.base import (
     Metadata,
@@ -20,11 +21,6 @@ from promptimus.vector_stores.base import (
     compile_where,
     validate_where,
 )
-from promptimus.vector_stores.per_document import (
-    PerDocumentTextStoreProtocol,
-    PerDocumentVectorStoreProtocol,
-)
-from promptimus.vector_stores.search_result import BaseSearchResult
 
 if TYPE_CHECKING:
     from promptimus.vector_stores.memory import InMemoryVectorStore
@@ -45,4 +41,5 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+_lazy_getattr, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__ = compat_names(__name__, _lazy_getattr)

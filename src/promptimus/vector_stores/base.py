@@ -29,8 +29,9 @@ import operator
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from promptimus.argument_checks import non_negative_int
 from promptimus.dto.search_hit import Metadata, SearchHit
-from promptimus.errors import InvalidArgument, InvalidFilter
+from promptimus.errors import InvalidFilter
 from promptimus.protocols.vector_store import VectorStoreProtocol, Where
 from promptimus.vector_stores.checks import (
     check_embedding,
@@ -83,8 +84,7 @@ def check_query(
 
 def check_n_results(n_results: Any) -> None:
     """Raise `InvalidArgument` unless ``n_results`` is an int >= 0."""
-    if isinstance(n_results, bool) or not isinstance(n_results, int) or n_results < 0:
-        raise InvalidArgument(f"n_results must be an int >= 0, got {n_results!r}.")
+    non_negative_int(n_results, "n_results")
 
 
 def validate_where(where: Where | None) -> None:

@@ -1,4 +1,4 @@
-"""Regression tests for bugs found while reviewing the core (issue 2)."""
+"""Edge cases of the core (registration, paths, checkpoints) that once failed."""
 
 from __future__ import annotations
 

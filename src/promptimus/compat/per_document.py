@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Hashable
 from typing import Any, Protocol, runtime_checkable
 
-from promptimus.vector_stores.base import SearchHit
+from promptimus.dto import SearchHit
 
 __all__ = ["PerDocumentTextStoreProtocol", "PerDocumentVectorStoreProtocol"]
 

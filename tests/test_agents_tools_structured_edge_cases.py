@@ -1,4 +1,4 @@
-"""Regression tests from an adversarial review of tools, agents and structured output."""
+"""Edge cases of tools, agents and structured output that once failed."""
 
 from __future__ import annotations
 

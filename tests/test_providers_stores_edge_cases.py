@@ -1,4 +1,4 @@
-"""Regression tests from an adversarial review of providers, embedders, stores and retrieval."""
+"""Edge cases of providers, embedders, stores and retrieval that once failed."""
 
 from __future__ import annotations
 

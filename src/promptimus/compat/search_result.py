@@ -13,8 +13,8 @@ from collections.abc import Hashable, Mapping
 from dataclasses import FrozenInstanceError, replace
 from typing import Any, Generic, TypeVar
 
+from promptimus.dto import Metadata, SearchHit
 from promptimus.errors import InvalidArgument
-from promptimus.vector_stores.base import Metadata, SearchHit
 
 __all__ = ["BaseSearchResult"]
 

@@ -1,0 +1,85 @@
+"""`RunExecutor`: how a run carries out what it does to the world — one model request, one tool
+call, one memory commit.
+
+The loop never does these itself: it asks `agent.executor`. A wrapper that replaces the
+executor (`agent.executor = MyExecutor()`, a subclass overriding some of the three methods and
+calling `super()` for the work) sees each of them through one seam, and may record, replay or
+refuse it, without copying the loop: a durable run makes each one a step of a workflow, so a
+finished step is replayed, never repeated. Each method takes and returns plain data (messages,
+a `ToolInvocation`, a `ToolCallRecord`), which is what such a step stores.
+
+The default carries each out directly, for one method call more than inlining them.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from ...core import ModuleDict
+from ...dto import Message
+from ...dto.run_record import ToolCallRecord
+from ...errors import ToolError
+from ...modules.memory import Memory
+from ...prompts.base_prompt import BasePrompt
+from ...tools.run_context import RunContext
+from ...tools.tool import Tool
+from ..run_record import capture_records
+from .decisions import ToolInvocation
+from .model_call import DeltaSink, ModelRequest, request_reply
+
+__all__ = ["DEFAULT_EXECUTOR", "RunExecutor"]
+
+
+class RunExecutor:
+    """Carries out a run's model requests, tool calls and memory commits (see the module
+    docstring). Stateless: one instance serves every run of every agent."""
+
+    __slots__ = ()
+
+    async def call_model(
+        self, prompt: BasePrompt, request: ModelRequest, on_delta: DeltaSink | None = None
+    ) -> Message:
+        """The model's reply to `request`, sent through `prompt` (its LLM, hooks and span);
+        `on_delta` receives the pieces of a streamed reply (None: the run does not stream)."""
+        return await request_reply(prompt, request, on_delta)
+
+    async def run_tool_call(
+        self,
+        tools: ModuleDict,
+        call: ToolInvocation,
+        ctx: RunContext[Any],
+        default_timeout: float | None,
+    ) -> ToolCallRecord:
+        """Run one tool call among `tools` (`default_timeout`: the agent's, for tools that set
+        none of their own) and return its record: the result, or the error the model reads (an
+        unknown tool, bad arguments, a failing tool), with its duration and the runs of the
+        sub-agents it called. Errors the user must fix propagate."""
+        started = time.perf_counter()
+        entry = ToolCallRecord(call.id, call.name, call.arguments)
+        tool = tools.get(call.name)
+        if not isinstance(tool, Tool):
+            names = ", ".join(tools) or "none"
+            entry.error = f"There is no tool named {call.name!r}. Available tools: {names}."
+        else:
+            entry.server = tool.server
+            arguments = call.parsed if call.parsed is not None else call.arguments
+            with capture_records() as children:
+                try:
+                    entry.result, entry.images = await tool.call_with_images(
+                        arguments, ctx.for_tool_call(call.id), default_timeout=default_timeout
+                    )
+                except ToolError as exc:
+                    entry.error = str(exc)
+            entry.children = children
+        entry.duration_s = time.perf_counter() - started
+        return entry
+
+    async def commit(self, memory: Memory, messages: list[Message]) -> None:
+        """Add a successful run's `messages` (request, tool loop, answer) to `memory`, in one
+        piece."""
+        memory.extend(messages)
+
+
+DEFAULT_EXECUTOR = RunExecutor()
+"""The executor every agent uses unless given another."""

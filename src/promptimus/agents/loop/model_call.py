@@ -1,0 +1,84 @@
+"""Calling the model: one path for every step, whether the run streams or not.
+
+A step's request is a `ModelRequest` (the messages as sent and the request options). It is sent
+as a call of the agent's prompt module, so the prompt's hooks and its trace span see every LLM
+call of a run, and the provider call is observed (usage, budgets, tracing) like any other.
+Streaming only changes how the reply arrives: with an `on_delta` sink the reply is read from
+`llm.astream` and each piece handed to the sink as it comes; without one, from `llm.achat`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ...core.module import wrap_as_call
+from ...dto import Message, MessageDelta
+from ...llms.accumulator import MessageAccumulator
+from ...observe.provider_calls import provider_call
+from ...prompts.base_prompt import BasePrompt
+
+__all__ = ["DeltaSink", "ModelRequest", "request_reply"]
+
+DeltaSink = Callable[[MessageDelta], object]
+"""Receives each piece of a streamed reply as it arrives."""
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRequest:
+    """One request to the model: `messages` exactly as sent and `params` (tools,
+    response_format...), with the `template` and `variables` the system prompt was filled from,
+    for traces (`template` None: the text was computed or replaced by a step hook)."""
+
+    messages: list[Message]
+    params: dict[str, Any]
+    template: str | None = None
+    variables: Mapping[str, Any] | None = None
+
+
+async def _reply(
+    prompt: BasePrompt, request: ModelRequest, on_delta: DeltaSink | None = None
+) -> Message:
+    llm = prompt.llm
+    messages, params = request.messages, request.params
+    async with provider_call(
+        "llm",
+        prompt,
+        llm,
+        messages,
+        params,
+        template=request.template,
+        variables=request.variables,
+        stream=on_delta is not None,
+    ) as call:
+        if on_delta is None:
+            call.output = await llm.achat(messages, **params)
+        else:
+            accumulator = MessageAccumulator()
+            async for delta in llm.astream(messages, **params):
+                accumulator.add(delta)
+                on_delta(delta)
+            # a stream that ended without a finish_reason was cut off: never an answer
+            call.output = accumulator.finish(f"a call to {llm!r}")
+    reply: Message = call.output
+    return reply
+
+
+_reply_as_call = wrap_as_call(_reply)  # the prompt's hooks and span, wrapped once
+
+
+async def request_reply(
+    prompt: BasePrompt, request: ModelRequest, on_delta: DeltaSink | None = None
+) -> Message:
+    """The model's reply to `request`, as a call of `prompt` (see the module docstring)."""
+    if on_delta is None:
+        reply: Message = await _reply_as_call(prompt, request)
+        return reply
+
+    async def streamed(module: BasePrompt, request: ModelRequest) -> Message:
+        return await _reply(module, request, on_delta)
+
+    # the prompt's hooks see the request alone, streamed or not
+    streamed_reply: Message = await prompt._call(streamed, (request,), {})
+    return streamed_reply

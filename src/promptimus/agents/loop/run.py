@@ -1,0 +1,177 @@
+"""The loop: one run from its request (or a paused state) to its outcome, step by step.
+
+Each step builds its request (`request`), asks the model through the executor (`model_call`),
+records the step and hands the reply to the agent's `_interpret`: a `Final` answer commits the
+memory and ends the run, a `Retry` sends feedback, an `Act` runs the tool calls (`tool_calls`,
+`approvals`) and carries their results to the next step. Steps are bounded by `max_steps`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...dto import Message, MessageDelta, Usage
+from ...dto.run_record import RunRecord, StepRecord
+from ...errors import MaxIterExceeded, RequestRejected
+from ...modules.memory import as_messages
+from ...observe.provider_calls import report_event
+from ..events import FinalResult, NeedsApproval, ReasoningDelta, TextDelta, ToolCallEvent
+from ..image_fallback import refused_images
+from .active_run import ActiveRun, Emit
+from .agent import LoopAgent
+from .approvals import ResumePlan, pause, resume_run, run_screened
+from .decisions import Act, Final, Retry
+from .model_call import ModelRequest
+from .request import RunOptions, build_request, current_options
+from .tool_calls import execute_tools, server_of
+
+__all__ = ["Outcome", "drive"]
+
+Outcome = FinalResult[Any] | NeedsApproval
+_NO_USAGE = Usage()
+
+
+async def drive(
+    agent: LoopAgent,
+    request: Any,
+    deps: Any,
+    prompt_vars: dict[str, Any],
+    record: RunRecord,
+    emit: Emit | None,
+    resume: ResumePlan | None,
+) -> Outcome:
+    """Run `agent` on `request` (or on from the paused run `resume`), recording into
+    `record` and showing `emit` the events of a stream; the outcome: a final result, or a
+    pause for approval."""
+    run = ActiveRun.of(agent, deps, prompt_vars, record, emit)
+    agent._begin_run(run.llm, run.state)
+    if resume is None:
+        new = as_messages(request, agent.predictor.new_message_role)
+        run.conversation = [*run.memory.data, *new]
+        run.keep = list(new)  # what the memory gains if the run succeeds
+    else:
+        await resume_run(run, resume)
+    options = RunOptions.build(run)
+    while True:
+        options = await current_options(run, options)
+        if run.steps >= agent.max_steps:
+            raise MaxIterExceeded(
+                f"{agent._where()} used all {agent.max_steps} steps (LLM calls) without a "
+                "final answer. Raise max_steps, or check the tool results the model got "
+                "(the conversation so far is in `.messages`, the steps in the run record).",
+                messages=run.conversation,
+            )
+        step_request, offered = await build_request(run, options)
+        reply = await _call_model(run, step_request)
+        if reply is None:  # rejected, and the agent adapted: send the step again
+            options = options.adapted(run)
+            continue
+        outcome = await _settle(run, step_request, reply, offered, options.approval)
+        if outcome is not None:
+            return outcome
+
+
+class _Deltas:
+    """Shows a streamed reply's pieces as events, counting them (a request the server rejects
+    after some arrived cannot be sent again)."""
+
+    __slots__ = ("count", "emit", "step")
+
+    def __init__(self, emit: Emit, step: int) -> None:
+        self.emit, self.step, self.count = emit, step, 0
+
+    def __call__(self, delta: MessageDelta) -> None:
+        self.count += 1
+        if delta.reasoning:
+            self.emit(ReasoningDelta(delta.reasoning, self.step))
+        if delta.content:
+            self.emit(TextDelta(delta.content, self.step))
+
+
+async def _call_model(run: ActiveRun, request: ModelRequest) -> Message | None:
+    """The reply to one step's request; None when the server rejected it and the agent adapted
+    (a weaker structured-output mode, images described in text)."""
+    agent, llm, state = run.agent, run.llm, run.state
+    deltas = None if run.emit is None else _Deltas(run.emit, len(run.record.steps))
+    try:
+        reply = await agent.executor.call_model(run.prompt, request, deltas)
+    except RequestRejected as exc:
+        if (deltas is not None and deltas.count) or not (
+            agent._on_rejected(llm, exc, state) or refused_images(llm, request.messages, exc)
+        ):
+            raise
+        return None
+    agent._on_accepted(llm, state)
+    return reply
+
+
+async def _settle(
+    run: ActiveRun,
+    request: ModelRequest,
+    reply: Message,
+    offered: list[str] | None,
+    approval: bool,
+) -> Outcome | None:
+    """Record the step and act on what the agent makes of its reply (None: go on)."""
+    index = len(run.record.steps)
+    step = StepRecord(index, request.messages, reply, [], reply.usage or _NO_USAGE, offered)
+    run.record.steps.append(step)
+    run.steps += 1
+    decision = run.agent._interpret(reply, run.state)
+    if isinstance(decision, Final):
+        return await _finish(run, step, decision)
+    if isinstance(decision, Retry):
+        _retry(run, step, decision)
+        return None
+    return await _act(run, step, decision, offered, approval)
+
+
+async def _finish(run: ActiveRun, step: StepRecord, decision: Final) -> FinalResult[Any]:
+    """The answer: the memory gains the whole run in one piece (request, tool loop, answer)."""
+    run.conversation.append(decision.message)
+    run.keep.append(decision.message)
+    run.record.output = decision.output
+    await run.agent.executor.commit(run.memory, run.keep)
+    run.step_end(step)
+    return FinalResult(decision.output, run.record)
+
+
+def _retry(run: ActiveRun, step: StepRecord, decision: Retry) -> None:
+    """An unusable reply: the feedback goes to the model, and neither into the memory."""
+    state = run.state
+    state.retries += 1
+    report_event(
+        run.agent,
+        "retry",
+        {"step": step.index, "retry": state.retries, "feedback": decision.feedback.content},
+    )
+    if not decision.counts_as_step:
+        run.steps -= 1
+    run.conversation = [*run.conversation, step.reply, decision.feedback]
+    run.step_end(step)
+
+
+async def _act(
+    run: ActiveRun, step: StepRecord, decision: Act, offered: list[str] | None, approval: bool
+) -> NeedsApproval | None:
+    """Run the reply's tool calls and carry their results to the next step, or pause before
+    those that wait for approval."""
+    agent, index, calls = run.agent, step.index, decision.calls
+    run.conversation = [*run.conversation, decision.message]
+    run.keep.append(decision.message)
+    if run.emit is not None:
+        for call in calls:
+            server = server_of(agent, call.name)
+            run.emit(ToolCallEvent(call.id, call.name, call.arguments, index, server))
+    ctx = run.tool_context(index)
+    if offered is None and not approval:
+        records = await execute_tools(agent, calls, ctx, run.emit)
+    else:
+        records, paused = await run_screened(run, calls, ctx, offered, approval)
+        if paused:
+            step.tool_calls = records
+            return pause(run, index, paused)
+    step.tool_calls = records
+    run.observe(calls, records)
+    run.step_end(step)
+    return None

@@ -1,0 +1,164 @@
+"""Run records: what an agent run did, step by step — the request it sent, the reply, every tool
+call with its result or error and duration, and the usage.
+
+Plain data with a JSON form (`to_dict` / `from_dict`). An agent builds one per run and hands it
+to its tools in their `RunContext`; how a sub-agent's record reaches the parent's tool call (the
+context variables behind `capture_records`) is in `promptimus.agents.run_record`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic_core import to_jsonable_python
+
+from .image import ImageContent
+from .message import Message
+from .usage import Usage
+
+__all__ = ["RunRecord", "StepRecord", "ToolCallRecord"]
+
+
+@dataclass(slots=True)
+class ToolCallRecord:
+    """One tool call: `arguments` exactly as the model wrote them, then either `result` (the text
+    the model saw) or `error`. `children` are the run records of the sub-agents the tool ran (an
+    agent used as a tool, or agents a function tool called), in start order. `server` names the
+    server a remote tool ran on (an MCP server), None for a local tool; `images` are the images
+    the result carried (shown to the model beside `result`)."""
+
+    id: str | None
+    name: str
+    arguments: str
+    result: str | None = None
+    error: str | None = None
+    duration_s: float = 0.0
+    children: list[RunRecord] = field(default_factory=list)
+    approval: str | None = None
+    """For a tool that asks for approval: "pending" while the run waits, then "approved" or
+    "denied"; None for calls that needed none."""
+    server: str | None = None
+    images: tuple[ImageContent, ...] = ()
+
+    @property
+    def child(self) -> RunRecord | None:
+        """The first sub-agent run (the agent itself when an agent is the tool), or None."""
+        return self.children[0] if self.children else None
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (see `RunRecord.to_dict`)."""
+        return {
+            "id": self.id,
+            "name": self.name,
+            "server": self.server,
+            "arguments": self.arguments,
+            "result": self.result,
+            "error": self.error,
+            "duration_s": self.duration_s,
+            "images": [image.model_dump(mode="json", exclude_none=True) for image in self.images],
+            "children": [child.to_dict() for child in self.children],
+            **({"approval": self.approval} if self.approval is not None else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCallRecord:
+        """The inverse of `to_dict` (a sub-agent's output comes back in its JSON form)."""
+        return cls(
+            data["id"],
+            data["name"],
+            data["arguments"],
+            data.get("result"),
+            data.get("error"),
+            data.get("duration_s", 0.0),
+            [RunRecord.from_dict(child) for child in data.get("children", [])],
+            data.get("approval"),
+            data.get("server"),
+            tuple(ImageContent.model_validate(image) for image in data.get("images", ())),
+        )
+
+
+@dataclass(slots=True)
+class StepRecord:
+    """One LLM call within a run (`index` is 0-based) and the tool calls its reply asked for."""
+
+    index: int
+    request: list[Message]
+    reply: Message
+    tool_calls: list[ToolCallRecord] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    tools: list[str] | None = None
+    """The tool names offered at this step when a step hook narrowed them; None: all of the
+    agent's tools."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (see `RunRecord.to_dict`)."""
+        return {
+            "index": self.index,
+            "request": [_message_dict(message) for message in self.request],
+            "reply": _message_dict(self.reply),
+            "tool_calls": [call.to_dict() for call in self.tool_calls],
+            "usage": self.usage.model_dump(mode="json"),
+            **({"tools": list(self.tools)} if self.tools is not None else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> StepRecord:
+        """The inverse of `to_dict`."""
+        return cls(
+            data["index"],
+            [Message.model_validate(message) for message in data["request"]],
+            Message.model_validate(data["reply"]),
+            [ToolCallRecord.from_dict(call) for call in data.get("tool_calls", [])],
+            Usage.model_validate(data.get("usage", {})),
+            data.get("tools"),
+        )
+
+
+@dataclass(slots=True)
+class RunRecord:
+    """A whole run: its steps in order and its final `output`."""
+
+    steps: list[StepRecord] = field(default_factory=list)
+    output: Any = None
+
+    @property
+    def usage(self) -> Usage:
+        """Tokens used by this run's own LLM calls plus those of every sub-agent it called."""
+        return Usage.total(self._usages())
+
+    def _usages(self) -> Iterator[Usage]:
+        for step in self.steps:
+            yield step.usage
+            for call in step.tool_calls:
+                for child in call.children:
+                    yield from child._usages()
+
+    @property
+    def tool_calls(self) -> list[ToolCallRecord]:
+        """Every tool call of this run (not of its children), in order."""
+        return [call for step in self.steps for call in step.tool_calls]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The whole run as plain dicts, lists and scalars, ready for `json.dumps` (to log or
+        store it): `output` (pydantic models and dataclasses dumped, anything else unknown as
+        its `str`), `usage` (this run plus its sub-agents), and every step with its request,
+        reply, tool calls and their sub-agent runs."""
+        return {
+            "output": to_jsonable_python(self.output, fallback=str),
+            "usage": self.usage.model_dump(mode="json"),
+            "steps": [step.to_dict() for step in self.steps],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> RunRecord:
+        """The inverse of `to_dict`: the steps come back whole; `output` in its JSON form
+        (a model instance as a dict), since `to_dict` keeps no type."""
+        return cls(
+            [StepRecord.from_dict(step) for step in data.get("steps", [])], data.get("output")
+        )
+
+
+def _message_dict(message: Message) -> dict[str, Any]:
+    return message.model_dump(mode="json", exclude_none=True)

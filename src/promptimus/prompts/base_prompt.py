@@ -1,0 +1,59 @@
+"""`BasePrompt`: the one interface everything that renders a system prompt shares.
+
+An agent renders its system prompt the same way whichever kind it holds:
+
+    prepared = await prompt.prepare(ctx)                 # what must be computed for this call
+    system, *demos = prepared.render(None, **variables)  # as often as the variables change
+
+`Prompt` has nothing to compute (its template is filled as is); a `DynamicPrompt` runs its
+callable once per `prepare`, so a step hook that changes the variables re-renders the suffix
+without calling it again. `await prompt.arender(history, ctx=ctx, **variables)` does both at
+once, and `check_variables(variables)` fails as rendering would, without computing anything
+(a resumed run checks its variables before its approved tools run).
+"""
+
+from __future__ import annotations
+
+from abc import abstractmethod
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..core import Module
+from ..dto import Message
+from ..tools.run_context import RunContext
+
+__all__ = ["BasePrompt", "PreparedPrompt"]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedPrompt:
+    """A prompt made ready for one LLM call. `render(history=None, **variables)` returns the
+    messages the call starts with (the system message, a `Prompt`'s example turns) followed by
+    `history`; `template` is the template they were filled from, for traces (None when the text
+    was computed)."""
+
+    render: Callable[..., list[Message]]
+    template: str | None = None
+
+
+class BasePrompt(Module):
+    """A module that renders the messages an LLM call starts with (see the module docstring)."""
+
+    @abstractmethod
+    async def prepare(self, ctx: RunContext[Any] | None = None) -> PreparedPrompt:
+        """Compute what this call needs (`ctx`: the run so far; None outside a run)."""
+
+    @abstractmethod
+    def check_variables(self, variables: Mapping[str, Any]) -> None:
+        """Raise `PromptFormatError` if rendering with `variables` would (naming what is
+        missing), computing nothing else."""
+
+    async def arender(
+        self,
+        history: list[Message] | None = None,
+        ctx: RunContext[Any] | None = None,
+        **variables: Any,
+    ) -> list[Message]:
+        """The messages a call with `history` and `variables` would send."""
+        return (await self.prepare(ctx)).render(history, **variables)

@@ -1,0 +1,365 @@
+"""`SQLiteSessionStore`: conversations in one SQLite file (the standard library's `sqlite3`), the
+embedded default. Several processes may share the file: one machine, many workers.
+
+Two tables: `promptimus_sessions` (one row per conversation: its last turn number and when it
+was last written) and `promptimus_turns` (one row per turn, primary key (session, number)).
+Appending a turn is one `BEGIN IMMEDIATE` transaction (SQLite's single writer lock: the next
+number is read and taken under it), so turns from many processes are numbered without gaps
+or duplicates. The file is in WAL mode: readers never wait for a writer.
+
+Reads run on the caller's thread (a WAL read never waits for a writer). A write runs there too
+when the file is free; when another connection holds the write lock, it moves to a worker
+thread and waits there (up to `busy_timeout`), so the event loop never waits for another
+process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import os
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Self, TypeVar
+
+from ..errors import (
+    SessionStoreCorrupt,
+    SessionStoreError,
+    SessionStoreFull,
+    SessionStoreUnavailable,
+)
+from .base import Clock, StoredTurn, check_limits, check_session_id
+
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = ["SQLiteSessionStore"]
+
+log = logging.getLogger("promptimus.sessions")
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS promptimus_sessions (
+    session_id TEXT PRIMARY KEY,
+    last_seq INTEGER NOT NULL,
+    updated REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS promptimus_sessions_updated ON promptimus_sessions (updated);
+CREATE TABLE IF NOT EXISTS promptimus_turns (
+    session_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    payload TEXT NOT NULL,
+    created REAL NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS promptimus_cached_replies (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS promptimus_resumed_runs (id TEXT PRIMARY KEY);
+"""
+
+# sqlite3 result codes (the low byte of `sqlite_errorcode`)
+_BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 13, 14, 26
+
+
+class SQLiteSessionStore:
+    """Conversations in the SQLite file `path` (created if missing; its folder must exist).
+
+    - `max_turns`: keep at most this many turns per conversation, the newest (None: all).
+    - `ttl`: seconds a conversation is kept after its last turn; an older one reads as empty
+      and is deleted by `prune()` or by its next turn (None: kept until deleted).
+    - `busy_timeout`: seconds a write waits for another process's write before failing.
+    - `clock`: the time in seconds (`time.time`); tests inject their own.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        max_turns: int | None = None,
+        ttl: float | None = None,
+        busy_timeout: float = 30.0,
+        clock: Clock = time.time,
+    ) -> None:
+        self.ttl = check_limits("SQLiteSessionStore", max_turns, ttl)
+        self.max_turns = max_turns
+        self.path = Path(path)
+        self.busy_timeout = busy_timeout
+        self.clock = clock
+        self._local = threading.local()
+        self._connections: list[sqlite3.Connection] = []
+        self._lock = threading.Lock()
+        self._create()
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled as its settings: a worker process opens the same file itself."""
+        return {
+            "path": self.path,
+            "max_turns": self.max_turns,
+            "ttl": self.ttl,
+            "busy_timeout": self.busy_timeout,
+            "clock": self.clock,
+        }
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        path = state.pop("path")
+        self.__init__(path, **state)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"SQLiteSessionStore({str(self.path)!r})"
+
+    # --- conversations -----------------------------------------------------------------------
+
+    async def load_turns(self, session_id: str, since: int = 0) -> list[StoredTurn]:
+        check_session_id(session_id)
+        rows = self._read(
+            "SELECT t.seq, t.payload FROM promptimus_turns AS t JOIN promptimus_sessions AS s "
+            "ON s.session_id = t.session_id WHERE t.session_id = ? AND t.seq >= ? "
+            "AND s.updated > ? ORDER BY t.seq",
+            (session_id, since, self._expired_before()),
+        )
+        return [StoredTurn(seq, payload) for seq, payload in rows]
+
+    async def append_turn(self, session_id: str, payload: str) -> int:
+        check_session_id(session_id)
+        return await self._write(lambda db: self._append(db, session_id, payload))
+
+    def _append(self, db: sqlite3.Connection, session_id: str, payload: str) -> int:
+        now = self.clock()
+        row = db.execute(
+            "SELECT last_seq, updated FROM promptimus_sessions WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        seq = 1 if row is None else row[0] + 1
+        if row is not None and row[1] <= self._expired_before(now):
+            # expired: nothing of the old conversation may come back; the numbering goes on, so
+            # a reader that cached it sees its last turn gone and reads the conversation again
+            db.execute("DELETE FROM promptimus_turns WHERE session_id = ?", (session_id,))
+        db.execute(
+            "INSERT OR REPLACE INTO promptimus_sessions (session_id, last_seq, updated) "
+            "VALUES (?, ?, ?)",
+            (session_id, seq, now),
+        )
+        db.execute(
+            "INSERT INTO promptimus_turns (session_id, seq, payload, created) VALUES (?, ?, ?, ?)",
+            (session_id, seq, payload, now),
+        )
+        if self.max_turns is not None and seq > self.max_turns:
+            db.execute(
+                "DELETE FROM promptimus_turns WHERE session_id = ? AND seq <= ?",
+                (session_id, seq - self.max_turns),
+            )
+        return seq
+
+    async def list_sessions(self) -> list[str]:
+        rows = self._read(
+            "SELECT session_id FROM promptimus_sessions WHERE updated > ? ORDER BY session_id",
+            (self._expired_before(),),
+        )
+        return [session_id for (session_id,) in rows]
+
+    async def delete(self, session_id: str) -> bool:
+        check_session_id(session_id)
+
+        def delete(db: sqlite3.Connection) -> bool:
+            db.execute("DELETE FROM promptimus_turns WHERE session_id = ?", (session_id,))
+            gone = db.execute("DELETE FROM promptimus_sessions WHERE session_id = ?", (session_id,))
+            return gone.rowcount > 0
+
+        return await self._write(delete)
+
+    async def prune(self) -> int:
+        if self.ttl is None:
+            return 0
+        cutoff = self._expired_before()
+
+        def prune(db: sqlite3.Connection) -> int:
+            db.execute(
+                "DELETE FROM promptimus_turns WHERE session_id IN (SELECT session_id FROM "
+                "promptimus_sessions WHERE updated <= ?)",
+                (cutoff,),
+            )
+            gone = db.execute("DELETE FROM promptimus_sessions WHERE updated <= ?", (cutoff,))
+            return gone.rowcount
+
+        return await self._write(prune)
+
+    def _expired_before(self, now: float | None = None) -> float:
+        if self.ttl is None:
+            return -math.inf
+        return (self.clock() if now is None else now) - self.ttl
+
+    # --- a response cache for CachedLLM, and a resume ledger ----------------------------------
+
+    async def get(self, key: str) -> str | None:
+        """A cached reply (`CachedLLM`); a failed read is a miss, with a warning."""
+        try:
+            rows = self._read("SELECT value FROM promptimus_cached_replies WHERE key = ?", (key,))
+        except SessionStoreError as exc:
+            log.warning("%s: cache read failed (%s); treated as a miss", self, exc)
+            return None
+        return rows[0][0] if rows else None
+
+    async def put(self, key: str, value: str) -> None:
+        """Store a reply (`CachedLLM`); a failed write is logged and skipped."""
+
+        def put(db: sqlite3.Connection) -> None:
+            db.execute(
+                "INSERT OR REPLACE INTO promptimus_cached_replies (key, value) VALUES (?, ?)",
+                (key, value),
+            )
+
+        try:
+            await self._write(put)
+        except SessionStoreError as exc:
+            log.warning("%s: cache write failed (%s); reply not stored", self, exc)
+
+    async def claim(self, state_id: str) -> bool:
+        """True the first time a paused run's id is claimed, across every process (the resume
+        ledger: `set_resume_ledger(store)`)."""
+
+        def claim(db: sqlite3.Connection) -> bool:
+            cursor = db.execute(
+                "INSERT OR IGNORE INTO promptimus_resumed_runs (id) VALUES (?)", (state_id,)
+            )
+            return cursor.rowcount == 1
+
+        return await self._write(claim)
+
+    # --- connections -------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        import sqlite3
+
+        db = sqlite3.connect(
+            self.path,
+            timeout=self.busy_timeout,
+            isolation_level=None,  # transactions are explicit
+            check_same_thread=False,  # only `aclose()` touches it from another thread
+        )
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints, safe in WAL
+        except BaseException:
+            db.close()
+            raise
+        with self._lock:
+            self._connections.append(db)
+        return db
+
+    def _connection(self) -> sqlite3.Connection:
+        """This thread's connection (never shared between threads, nor inherited by a fork)."""
+        local = self._local
+        db = getattr(local, "db", None)
+        if db is None or local.pid != os.getpid():
+            db = local.db = self._connect()
+            local.pid = os.getpid()
+        return db
+
+    def _create(self) -> None:
+        def create(db: sqlite3.Connection) -> None:
+            for statement in _SCHEMA.split(";"):
+                if statement.strip():
+                    db.execute(statement)
+
+        self._write_sync(create)
+
+    def _read(self, query: str, parameters: tuple[Any, ...]) -> list[Any]:
+        import sqlite3
+
+        try:
+            return self._connection().execute(query, parameters).fetchall()
+        except sqlite3.Error as exc:
+            raise self._error(exc, "read") from None
+
+    async def _write(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """`body(db)` in one write transaction, on this thread if the file is free now, else
+        on a worker thread that waits for the other writer."""
+        import sqlite3
+
+        try:
+            db = self._connection()
+            db.execute("PRAGMA busy_timeout = 0")
+            try:
+                db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF not in (_BUSY, _LOCKED):
+                    raise
+                return await asyncio.to_thread(self._write_sync, body)
+            finally:
+                db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+        except sqlite3.Error as exc:
+            raise self._error(exc, "write") from None
+        return self._finish(db, body)
+
+    def _write_sync(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        import sqlite3
+
+        try:
+            db = self._connection()
+            db.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for other writers
+        except sqlite3.Error as exc:
+            raise self._error(exc, "write") from None
+        return self._finish(db, body)
+
+    def _finish(self, db: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
+        """Run `body` in the transaction begun on `db` and commit (or roll back and raise)."""
+        import sqlite3
+
+        try:
+            try:
+                result = body(db)
+                db.execute("COMMIT")
+            except BaseException:
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
+                raise
+        except sqlite3.Error as exc:
+            raise self._error(exc, "write") from None
+        return result
+
+    def _error(self, exc: sqlite3.Error, what: str) -> SessionStoreError:
+        code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+        where = f"{self!r} could not {what}"
+        if code == _FULL:
+            return SessionStoreFull(
+                f"{where}: the disk (or the file's size limit) is full ({exc}). Free space or "
+                "prune old conversations (`ttl=` and `await store.prune()`, `max_turns=`)."
+            )
+        if code in (_CORRUPT, _NOTADB):
+            return SessionStoreCorrupt(
+                f"{where}: the file is not a readable SQLite database ({exc}). Restore it from a "
+                "backup or point the store at a new file."
+            )
+        if code in (_BUSY, _LOCKED):
+            return SessionStoreUnavailable(
+                f"{where}: another connection held the file for longer than busy_timeout="
+                f"{self.busy_timeout:g}s ({exc}). Raise busy_timeout or find the stuck writer."
+            )
+        if code in (_CANTOPEN, _READONLY):
+            return SessionStoreUnavailable(
+                f"{where}: the file cannot be opened for writing ({exc}). Check that its folder "
+                "exists and is writable."
+            )
+        return SessionStoreError(f"{where} ({type(exc).__name__}: {exc}).")
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close every connection (the file stays; a later use reopens it)."""
+        with self._lock:
+            connections, self._connections = self._connections, []
+        for db in connections:
+            db.close()
+        self._local = threading.local()
