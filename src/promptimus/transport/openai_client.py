@@ -107,7 +107,10 @@ class OpenAIClientFactory:
             kwargs["http_client"] = DefaultAsyncHttpxClient()
         # a request built once may be reused only if nothing makes the SDK build it differently
         direct = isinstance(key, str) and self.client_kwargs.keys() <= STATIC_CLIENT_OPTIONS
-        return OpenAIConnection(AsyncOpenAI(**kwargs), kwargs["http_client"], direct=direct)
+        sent = self.key_required or self._find_key() is not None  # not the placeholder
+        return OpenAIConnection(
+            AsyncOpenAI(**kwargs), kwargs["http_client"], direct=direct, send_key=sent
+        )
 
     def connection(self) -> OpenAIConnection:
         """The client of the running event loop (created on first use), with its HTTP client."""

@@ -152,20 +152,29 @@ class OpenAIConnection:
     ``direct`` says whether requests may skip the SDK's request building once it built one."""
 
     __slots__ = (
+        "_options",
         "_request",
         "_response",
         "_skipped",
         "_templates",
+        "auth_options",
         "client",
         "direct",
         "errors",
         "http",
     )
 
-    def __init__(self, client: AsyncOpenAI, http: Any, *, direct: bool) -> None:
+    def __init__(
+        self, client: AsyncOpenAI, http: Any, *, direct: bool, send_key: bool = True
+    ) -> None:
         import openai
 
         self.client = client
+        self.auth_options: dict[str, Any] = (
+            {} if send_key else {"headers": {"Authorization": openai.Omit()}}
+        )
+        """Request options that keep a placeholder key (a server that takes none) unsent."""
+        self._options: dict[str, Any] = {**_BEARER, **self.auth_options}
         self.http = http
         module = _http_module(http)
         self._response = module.Response
@@ -191,6 +200,19 @@ class OpenAIConnection:
         body, options = params, None
         if not TRANSPORT_OPTIONS.isdisjoint(params) or self._has_skipped(params):
             body, options = self._split(params)
+        return await self.post_body(path, body, options, stream=stream)
+
+    async def post_body(
+        self,
+        path: str,
+        body: dict[str, Any],
+        options: dict[str, Any] | None = None,
+        *,
+        stream: bool = False,
+    ) -> Any:
+        """Send ``body`` as it is (every key a body field) to ``path`` with the SDK's request
+        ``options`` (``headers``, ``params``, ``timeout``); the response, read unless
+        ``stream``."""
         if options is None:
             template = self._templates.get(path)
             if template is not None:
@@ -199,12 +221,18 @@ class OpenAIConnection:
             path,
             cast_to=self._response,
             body=body,
-            options={**_BEARER, **options} if options else _BEARER,
+            options=self._merged(options) if options else self._options,
             stream=stream,
         )
         if options is None and self.direct:
             self._templates[path] = _template(response.request)
         return response
+
+    def _merged(self, options: dict[str, Any]) -> dict[str, Any]:
+        merged = {**self._options, **options}
+        if "headers" in self.auth_options and "headers" in options:  # theirs win
+            merged["headers"] = {**self.auth_options["headers"], **options["headers"]}
+        return merged
 
     @property
     def direct_paths(self) -> frozenset[str]:
