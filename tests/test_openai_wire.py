@@ -24,13 +24,15 @@ from promptimus.dto import ImageContent, Message, MessageRole, ToolFunction, Too
 from promptimus.embedders import OpenAILikeEmbedder
 from promptimus.errors import PromptimusError, UnknownRequestOption
 from promptimus.llms import OpenAILike, aaccumulate
+from promptimus.rerankers import OpenAILikeReranker
 from promptimus.testing import FakeOpenAIServer, Fault
 from promptimus.tools import Tool
 from promptimus.transport import RetryPolicy
 from promptimus.transport.event_stream import SSEDecoder
 from promptimus.transport.openai_wire import OpenAIConnection
+from promptimus.vector_stores.base import SearchHit
 
-Provider = OpenAILike | OpenAILikeEmbedder
+Provider = OpenAILike | OpenAILikeEmbedder | OpenAILikeReranker
 
 
 @pytest.fixture
@@ -51,6 +53,12 @@ def embedder(srv: FakeOpenAIServer, **kwargs: Any) -> OpenAILikeEmbedder:
     return OpenAILikeEmbedder(
         "fake-embedding", api_key=srv.api_key, base_url=srv.base_url, timeout=5.0, **kwargs
     )
+
+
+def reranker(srv: FakeOpenAIServer, **kwargs: Any) -> OpenAILikeReranker:
+    kwargs.setdefault("retry", RetryPolicy(max_retries=0))
+    kwargs.setdefault("api_key", srv.api_key)
+    return OpenAILikeReranker("fake-rerank", base_url=srv.base_url, timeout=5.0, **kwargs)
 
 
 def user(text: str, **kwargs: Any) -> Message:
@@ -97,6 +105,11 @@ STRUCTURED = {
     "json_schema": {"name": "Answer", "schema": Answer.model_json_schema(), "strict": True},
 }
 PNG = ImageContent.from_buffer(b"\x89PNG fake image", detail="low")
+HITS = [
+    SearchHit("d0", "Bonjour à Paris ✓", 0.1, {}),
+    SearchHit("d1", 'The capital of France is "Paris"', 0.2, {}),
+    SearchHit("d2", "Oslo\nin winter", 0.3, {}),
+]
 
 
 @dataclass(frozen=True)
@@ -198,6 +211,20 @@ SCENARIOS = [
         embedder,
         lambda emb: emb.aembed("gamma"),
         options={"call_kwargs": {"user": "u-1", "extra_body": {"truncate": "END"}}},
+    ),
+    Scenario("rerank", reranker, lambda rr: rr.rerank("capital of France?", HITS, top_n=2)),
+    Scenario(
+        "rerank without a key, with headers and body options",
+        reranker,
+        lambda rr: rr.rerank("Paris", HITS),
+        # body fields the chat path would take for request options stay body fields here
+        options={
+            "api_key": None,
+            "api_key_env": None,
+            "headers": {"X-Team": "search"},
+            "call_kwargs": {"return_documents": False, "timeout": 3},
+            "extra_body": {"truncate": True},
+        },
     ),
 ]
 
@@ -307,12 +334,21 @@ STREAM_FAULTS = {
 EMBEDDING_FAULTS = {
     name: CHAT_FAULTS[name] for name in ("401 quoting the key", "500", "html page", "invalid json")
 } | {"ragged": Fault.malformed("ragged"), "short data": Fault.malformed("short_data")}
+RERANK_FAULTS = {
+    name: CHAT_FAULTS[name]
+    for name in ("401 quoting the key", "429", "500", "dropped connection", "html page")
+} | {
+    name: Fault.malformed(name)
+    for name in ("invalid_json", "null_results", "no_results", "bad_index", "wrong_types")
+}
 
 
 async def failure(
     srv: FakeOpenAIServer, provider: Provider, fault: Fault, call: Callable[[], Awaitable[object]]
 ) -> PromptimusError:
-    route = srv.embeddings if isinstance(provider, OpenAILikeEmbedder) else srv.chat
+    route = {OpenAILikeEmbedder: srv.embeddings, OpenAILikeReranker: srv.rerank}.get(
+        type(provider), srv.chat
+    )
     route.script(fault)
     with pytest.raises(PromptimusError) as raised:
         await call()
@@ -361,6 +397,13 @@ async def test_embedding_errors_are_the_same_on_both_paths(
     srv: FakeOpenAIServer, fault: Fault
 ) -> None:
     await check_fault(srv, embedder, fault, lambda emb: emb.aembed_batch(["a", "b"]))
+
+
+@pytest.mark.parametrize("fault", RERANK_FAULTS.values(), ids=RERANK_FAULTS)
+async def test_rerank_errors_are_the_same_on_both_paths(
+    srv: FakeOpenAIServer, fault: Fault
+) -> None:
+    await check_fault(srv, reranker, fault, lambda rr: rr.rerank("Paris", HITS))
 
 
 @pytest.mark.parametrize("streamed", [False, True])
