@@ -1,12 +1,13 @@
 """Requests sent without the SDK's request transform are the requests the SDK sends.
 
 Each scenario runs the same call three times on the fake server over real HTTP: with
-``sdk_requests=True`` (the SDK's typed method, transform and response objects included: what
-promptimus sent before), then twice on a provider that posts its JSON as built (the first request
-goes through the SDK's low-level ``client.post``, the second straight through the SDK's HTTP
-client, reusing the request the SDK built). The server must receive the same path, query,
-headers and JSON each time (the same Content-Length too: the same spacing and escaping; only
-the order of the body's keys may differ); errors must come out the same on both paths.
+``sdk_requests=True`` (the SDK's typed method, transform and response objects included, or for
+``/rerank``, which has none, its ``client.post``: what promptimus sent before), then twice on a
+provider that posts its JSON as built (the first request goes through the SDK's low-level
+``client.post``, the second straight through the SDK's HTTP client, reusing the request the SDK
+built). The server must receive the same path, query, headers and JSON each time (the same
+Content-Length too: the same spacing and escaping; only the order of the body's keys may differ);
+errors must come out the same on both paths.
 """
 
 from __future__ import annotations
