@@ -29,11 +29,9 @@ import array
 import asyncio
 import codecs
 import contextlib
-import fcntl
 import logging
 import os
 import select
-import termios
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
@@ -105,6 +103,9 @@ class PipeWriter:
 
     def _look(self) -> tuple[bool, int] | None:
         """(no reader left, bytes unread in the pipe), or None if the pipe cannot say."""
+        import fcntl  # POSIX only, as this transport is (the module imports on Windows too)
+        import termios
+
         assert self._probe is not None
         try:
             poll = select.poll()
