@@ -17,7 +17,7 @@ that run in the calling task's context:
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import httpx2
@@ -33,14 +33,16 @@ class Attempt:
     `unconnected` if its HTTP POST never connected, `unread` (set by a transport that can
     tell) answering True only when the request surely never left the transport for the server.
 
-    `maybe_delivered` is read once the call has failed: that is when `unread` can answer."""
+    `maybe_delivered` is read once the call has failed, after awaiting `settle` (set with
+    `unread`): that is when `unread` can answer."""
 
-    __slots__ = ("sent", "unconnected", "unread")
+    __slots__ = ("sent", "settle", "unconnected", "unread")
 
     def __init__(self) -> None:
         self.sent = False
         self.unconnected = False
         self.unread: Callable[[], bool] | None = None
+        self.settle: Callable[[], Awaitable[None]] | None = None
 
     @property
     def maybe_delivered(self) -> bool:

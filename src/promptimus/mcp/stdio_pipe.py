@@ -50,6 +50,7 @@ log = logging.getLogger("promptimus.mcp")
 
 _EXIT_GRACE = 2.0
 _KILL_WAIT = 2.0
+_READER_GRACE = 2.0  # how long a server whose output ended may take to release its stdin
 _CHUNK = 1 << 16
 
 
@@ -87,10 +88,23 @@ class PipeWriter:
             attempt = attempt_var.get()
             if attempt is not None:
                 attempt.unread = lambda: self._never_read(start)
+                attempt.settle = self._reader_gone
             # Taken: a failure past this point may come after the server read the bytes, and
             # the session learns of it as the end of the server's output.
             with contextlib.suppress(ConnectionError, OSError):
                 await stdin.drain()
+
+    async def _reader_gone(self) -> None:
+        """Wait, bounded, until the pipe has no reader left. The session learns of a dead server
+        from the end of its output, and a dying process may release its stdin after its stdout
+        (the SDK's server reads the wire from a duplicate above the standard descriptors): until
+        then the probe cannot tell whether the request was read."""
+        deadline = anyio.current_time() + _READER_GRACE
+        while self._probe is not None and anyio.current_time() < deadline:
+            seen = self._look()
+            if seen is None or seen[0]:
+                return
+            await anyio.sleep(0.005)
 
     def _never_read(self, start: int) -> bool:
         """Whether the bytes written from offset `start` on were surely never read: the pipe has

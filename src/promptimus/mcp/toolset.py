@@ -365,6 +365,8 @@ class MCPToolset:
                     if isinstance(exc, SDKError):
                         raise self._refused(remote_name, exc) from exc
                     raise
+                if attempt.settle is not None:
+                    await attempt.settle()
                 unknown = attempt.maybe_delivered and not _refused_unseen(exc)
                 if unknown and (first is not None or not idempotent):
                     self._stale_generation = generation
