@@ -21,7 +21,7 @@ from promptimus import (
 )
 from promptimus.errors import CheckpointMismatch, InvalidParameterValue
 
-ORIGINAL = Path(__file__).parent / "data" / "original"
+ORIGINAL = Path(__file__).parent / "support" / "fixtures" / "original"
 
 
 class Box(Module):
