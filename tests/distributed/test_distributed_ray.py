@@ -41,7 +41,7 @@ from promptimus.optim import Reflective, fit
 from promptimus.testing import FakeOpenAIServer
 
 TESTS = str(Path(__file__).resolve().parent)
-SUPPORT = str(Path(__file__).resolve().parent / "support")
+SUPPORT = str(Path(__file__).resolve().parents[1] / "support")
 EVALUATE = importlib.import_module(
     "promptimus.evals.evaluate"
 )  # the package's name is the function

@@ -25,7 +25,7 @@ from promptimus.modules import RAGModule, RetrievalModule
 from promptimus.rerankers import OpenAILikeReranker, RRFReranker
 from promptimus.vector_stores import InMemoryVectorStore
 
-SRC = Path(__file__).resolve().parents[1] / "src" / "promptimus"
+SRC = Path(__file__).resolve().parents[2] / "src" / "promptimus"
 
 
 def modules_after(code: str) -> list[str]:

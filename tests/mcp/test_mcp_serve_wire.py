@@ -20,8 +20,8 @@ import pytest
 from promptimus.mcp.jsonrpc_line import Refusal, read_line, refuse_long_line
 from promptimus.mcp.stdio_wire import read_wire_line
 
-TARGETS = Path(__file__).parent / "support" / "mcp_servers" / "served_tools.py"
-ROOT = Path(__file__).parent.parent
+TARGETS = Path(__file__).parents[1] / "support" / "mcp_servers" / "served_tools.py"
+ROOT = Path(__file__).parents[2]
 BOUND = 60.0  # seconds to wait for one reply; generous, so a missing reply fails, never hangs
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 

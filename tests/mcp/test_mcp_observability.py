@@ -20,7 +20,7 @@ from promptimus.agents.react_agent import ToolCallingAgent
 from promptimus.mcp import MCPToolset
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
-SERVER = str(Path(__file__).parent / "support" / "mcp_servers" / "small_server.py")
+SERVER = str(Path(__file__).parents[1] / "support" / "mcp_servers" / "small_server.py")
 BOUND = 60.0
 
 

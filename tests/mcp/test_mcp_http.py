@@ -23,7 +23,7 @@ from promptimus.errors import MCPError, MCPResultUnknown, ToolExecutionError
 from promptimus.mcp import MCPToolset
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
-SERVER = str(Path(__file__).parent / "support" / "mcp_servers" / "small_server.py")
+SERVER = str(Path(__file__).parents[1] / "support" / "mcp_servers" / "small_server.py")
 BOUND = 60.0
 
 

@@ -25,7 +25,7 @@ from promptimus.mcp import MCPTool, MCPToolset
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.tools.tool import Tool
 
-SERVER = str(Path(__file__).parent / "support" / "mcp_servers" / "small_server.py")
+SERVER = str(Path(__file__).parents[1] / "support" / "mcp_servers" / "small_server.py")
 BOUND = 60.0
 
 

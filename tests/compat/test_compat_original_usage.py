@@ -22,7 +22,7 @@ from promptimus.rerankers import OpenAILikeReranker, RRFReranker
 from promptimus.testing import FakeOpenAIServer, Fault
 from promptimus.vector_stores import InMemoryVectorStore, SearchHit
 
-FIXTURES = Path(__file__).parent / "support" / "fixtures" / "original"
+FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "original"
 
 
 class Answer(BaseModel):

@@ -21,7 +21,7 @@ from promptimus import (
 )
 from promptimus.errors import CheckpointMismatch, InvalidParameterValue
 
-ORIGINAL = Path(__file__).parent / "support" / "fixtures" / "original"
+ORIGINAL = Path(__file__).parents[1] / "support" / "fixtures" / "original"
 
 
 class Box(Module):

@@ -22,7 +22,7 @@ from promptimus.dto import ImageContent, Message, MessageRole
 from promptimus.mcp import MCPToolset
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
-SERVER = str(Path(__file__).parent / "support" / "mcp_servers" / "small_server.py")
+SERVER = str(Path(__file__).parents[1] / "support" / "mcp_servers" / "small_server.py")
 BOUND = 60.0
 PNG_URL = "data:image/png;base64," + base64.b64encode(red_pixel_png()).decode()
 

@@ -16,7 +16,7 @@ from typing import Any
 
 from promptimus.testing import FakeOpenAIServer, Fault
 
-WORKER = Path(__file__).parent / "support" / "session_worker.py"
+WORKER = Path(__file__).parents[1] / "support" / "session_worker.py"
 HANG_GUARD = 600.0  # seconds: only so a broken run fails instead of hanging the suite
 
 

@@ -21,8 +21,8 @@ from promptimus.mcp import MCPToolset
 from promptimus.mcp.serve import served_tools
 from promptimus.testing import FakeOpenAIServer
 
-TARGETS = Path(__file__).parent / "support" / "mcp_servers" / "served_tools.py"
-ROOT = Path(__file__).parent.parent
+TARGETS = Path(__file__).parents[1] / "support" / "mcp_servers" / "served_tools.py"
+ROOT = Path(__file__).parents[2]
 BOUND = 60.0
 
 
@@ -158,7 +158,7 @@ async def test_promptimus_mcp_serve_command_serves_over_stdio() -> None:
 
 # --- every call in its own pm.Session ------------------------------------------------------------
 
-CHAT = Path(__file__).parent / "support" / "mcp_servers" / "served_chat.py"
+CHAT = Path(__file__).parents[1] / "support" / "mcp_servers" / "served_chat.py"
 
 
 async def with_served_chat(obj: str, srv: FakeOpenAIServer, body: Any) -> Any:

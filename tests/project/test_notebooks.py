@@ -21,7 +21,7 @@ nbclient = pytest.importorskip(
     "nbclient", reason="nbclient is not installed; install the dev dependency group"
 )
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
