@@ -2,8 +2,8 @@
 package: the same module tree has the same checkpoint keys, and the original's constructor
 arguments, calling conventions and exceptions keep working (issue 8).
 
-`fixtures/original/assistant_0_1_26.toml` was written by promptimus 0.1.26 itself (`save()` of the
-tree `assistant()` builds below, with a few values tuned after construction)."""
+`tests/support/fixtures/original/assistant_0_1_26.toml` was written by promptimus 0.1.26 itself
+(`save()` of the tree `assistant()` builds below, with a few values tuned after construction)."""
 
 from __future__ import annotations
 

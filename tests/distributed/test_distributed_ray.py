@@ -4,7 +4,7 @@ worker killed mid-batch, and the bad inputs refused before any example is spent.
 
 The workers are real Ray processes; they reach the fake OpenAI server of this process over HTTP on
 127.0.0.1 and find its address and key in their environment, as workers on a cluster would find
-a real provider's. They import this file and `optim_task` from the tests folder (PYTHONPATH)."""
+a real provider's. They import this file and `optim_task` (tests/support/) through PYTHONPATH."""
 
 from __future__ import annotations
 

@@ -1,6 +1,7 @@
 """Images from MCP tools reach the model as images where the chat API allows: checked in the
-requests the fake OpenAI server received from both agent types (tests/mcp_servers/small_server.py
-has a `snapshot` tool returning a caption and a real 1x1 PNG)."""
+requests the fake OpenAI server received from both agent types
+(tests/support/mcp_servers/small_server.py has a `snapshot` tool returning a caption and a real
+1x1 PNG)."""
 
 from __future__ import annotations
 

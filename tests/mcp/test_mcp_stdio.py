@@ -1,5 +1,5 @@
-"""MCP tools over stdio: a real MCP server (tests/mcp_servers/small_server.py, written with the
-`mcp` SDK) started as a subprocess, used by the agents through the fake OpenAI server."""
+"""MCP tools over stdio: a real MCP server (tests/support/mcp_servers/small_server.py, written
+with the `mcp` SDK) started as a subprocess, used by the agents through the fake OpenAI server."""
 
 from __future__ import annotations
 

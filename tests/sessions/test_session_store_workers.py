@@ -1,6 +1,6 @@
 """Many worker processes, one conversation: real subprocesses, each with its own store object
-and agent, talking to the fake OpenAI server over HTTP (tests/session_worker.py), against each
-store on a real database."""
+and agent, talking to the fake OpenAI server over HTTP (tests/support/session_worker.py), against
+each store on a real database."""
 
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """One behavioural suite, run against each session store on a real database: an SQLite file, the
-test run's PostgreSQL server and its Redis server (see tests/servers.py, tests/store_backends.py).
+test run's PostgreSQL server and its Redis server (see tests/support/servers.py and
+tests/support/store_backends.py).
 
-The agents here run on `ScriptedLLM` (in process); tests/test_session_store_workers.py runs real
-worker processes against the fake OpenAI server over HTTP.
+The agents here run on `ScriptedLLM` (in process); tests/sessions/test_session_store_workers.py
+runs real worker processes against the fake OpenAI server over HTTP.
 """
 
 from __future__ import annotations

@@ -1,10 +1,10 @@
-"""One worker process of tests/test_session_store_workers.py: it serves
+"""One worker process of tests/sessions/test_session_store_workers.py: it serves
 `--turns` turns of conversation `--session` with its own agent and its own store object, the
 model being the fake OpenAI server at `--base-url`. After each finished turn it prints
 `done <n>`.
 
-    python tests/session_worker.py sqlite /tmp/app.db --session shared --name w1 --turns 25 \
-        --base-url http://127.0.0.1:PORT/v1
+    python tests/support/session_worker.py sqlite /tmp/app.db --session shared --name w1 \
+        --turns 25 --base-url http://127.0.0.1:PORT/v1
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-"""Served by the tests (`python -m promptimus.mcp serve tests/mcp_servers/served_chat.py:<name>`)
+"""Served by the tests
+(`python -m promptimus.mcp serve tests/support/mcp_servers/served_chat.py:<name>`)
 to check that every MCP call runs in its own `pm.Session`.
 
 `chat` remembers the conversation (a `MemoryModule`) and asks the fake OpenAI server whose URL

@@ -1,4 +1,4 @@
-"""Targets for `python -m promptimus.mcp serve tests/mcp_servers/served_tools.py:<name>`."""
+"""Targets for `python -m promptimus.mcp serve tests/support/mcp_servers/served_tools.py:<name>`."""
 
 from __future__ import annotations
 
