@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from module_box import Box
 
 from promptimus import (
     Module,
@@ -22,11 +23,6 @@ from promptimus import (
 from promptimus.errors import CheckpointMismatch, InvalidParameterValue
 
 ORIGINAL = Path(__file__).parents[1] / "support" / "fixtures" / "original"
-
-
-class Box(Module):
-    async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return None
 
 
 class Prompt(Module):

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from bounded_call import bounded
+from module_box import Box
 
 import promptimus as pm
 from promptimus.checkpoint import files as checkpoint_files
@@ -21,7 +22,6 @@ from promptimus.core import (
     DEFAULT_MAX_FILE_BYTES,
     MAX_MODULE_DEPTH,
     MAX_VALUE_DEPTH,
-    Module,
     ModuleDict,
     ModuleList,
     Parameter,
@@ -41,11 +41,6 @@ from promptimus.errors import (
     NotARegularFile,
     ReferenceTooLarge,
 )
-
-
-class Box(Module):
-    async def forward(self) -> None:
-        return None
 
 
 def reference_tree() -> Box:

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from module_box import Box
 
 from promptimus import Module, Parameter, module_dict_from_toml_str
 from promptimus.checkpoint import UNSET, plan_load
@@ -17,11 +18,6 @@ from promptimus.errors import (
     CheckpointSyntaxError,
     UnsafeReference,
 )
-
-
-class Box(Module):
-    async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return None
 
 
 class Prompt(Module):

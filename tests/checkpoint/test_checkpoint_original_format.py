@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 import tomlkit
+from module_box import Box
 
-from promptimus import Module, Parameter, module_dict_from_toml_str, module_dict_to_toml_str
+from promptimus import Parameter, module_dict_from_toml_str, module_dict_to_toml_str
 from promptimus.errors import CheckpointSyntaxError
 
 FORMAT_MARK = "# promptimus checkpoint format=2"  # the on-disk mark: part of the file format
@@ -25,11 +26,6 @@ WRITTEN_BY_0_1_26 = ORIGINAL / "written_by_0_1_26.toml"
 AS_0_1_26_READ_IT = json.loads(
     (ORIGINAL / "written_by_0_1_26.read_by_0_1_26.json").read_text(encoding="utf-8")
 )
-
-
-class Box(Module):
-    async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return None
 
 
 def blank_tree(data: dict[str, Any]) -> Box:

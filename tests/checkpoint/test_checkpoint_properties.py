@@ -13,8 +13,9 @@ import pytest
 from exact_values import same
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from module_box import Box
 
-from promptimus import Module, ModuleDict, Parameter, module_dict_from_toml_str
+from promptimus import ModuleDict, Parameter, module_dict_from_toml_str
 from promptimus.core import module_dict_to_toml_str
 
 # No time limits: a loaded machine must not turn a slow example into a failure.
@@ -22,11 +23,6 @@ SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[Heal
 TREE_SETTINGS = settings(
     max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
-
-
-class Box(Module):
-    async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return None
 
 
 reference_like = st.builds(

@@ -14,6 +14,7 @@ import pytest
 from exact_values import same
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from module_box import Box
 
 from promptimus import Module, ModuleDict, Parameter, module_dict_from_toml_str
 from promptimus.errors import CheckpointSyntaxError, InvalidParameterValue
@@ -23,11 +24,6 @@ ORIGINAL = Path(__file__).parents[1] / "support" / "fixtures" / "original"
 AS_0_1_26_READ_IT = json.loads(
     (ORIGINAL / "written_by_0_1_26.read_by_0_1_26.json").read_text(encoding="utf-8")
 )
-
-
-class Box(Module):
-    async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return None
 
 
 def agent() -> Box:

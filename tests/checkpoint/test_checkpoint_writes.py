@@ -14,18 +14,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from module_box import Box
 
 from promptimus.checkpoint import files as checkpoint_files
-from promptimus.core import Module, ModuleDict, Parameter
+from promptimus.core import ModuleDict, Parameter
 from promptimus.errors import CheckpointWriteError
 from promptimus.llms.dummy import DummyLLm
 
 BOUND = 60.0  # seconds for a child to report; generous
-
-
-class Box(Module):
-    async def forward(self) -> None:
-        return None
 
 
 def tree() -> Box:

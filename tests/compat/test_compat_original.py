@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from module_box import Box
 
 import promptimus as pm
 from promptimus import Module, Parameter
@@ -25,11 +26,6 @@ from promptimus.errors import (
     ToolArgumentsError,
 )
 from promptimus.llms import ScriptedLLM
-
-
-class Box(Module):
-    async def forward(self) -> None:
-        return None
 
 
 class Asks(Module):

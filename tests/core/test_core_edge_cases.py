@@ -4,22 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
+from module_box import Box
 
-from promptimus import Module, ModuleDict, Parameter
+from promptimus import ModuleDict, Parameter
 from promptimus.errors import (
     CheckpointError,
     CheckpointReferenceError,
     ModuleError,
     UnsafeReference,
 )
-
-
-class Box(Module):
-    async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return None
 
 
 class Holder(Box):
@@ -192,10 +187,6 @@ def test_missing_keys_follow_state_dict_order() -> None:
 
 def test_names_only_the_metaclass_defines_are_free_to_register() -> None:
     # `type.mro` is reachable from the class, never from an instance, so an instance may use it.
-    class Box(Module):
-        async def forward(self) -> None:
-            return None
-
     box = Box()
     box.mro = Parameter([1])
     assert box.state_dict() == {"mro": [1]}

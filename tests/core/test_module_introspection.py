@@ -7,6 +7,7 @@ import gc
 from typing import Any
 
 import pytest
+from module_box import Box
 
 from promptimus import Module, ModuleDict, Parameter
 from promptimus.core import IncompatibleKeys
@@ -19,11 +20,6 @@ from promptimus.errors import (
     RerankerNotSet,
     VectorStoreNotSet,
 )
-
-
-class Box(Module):
-    async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return args
 
 
 class Prompt(Module):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from module_box import Box
 
 from promptimus import Module, ModuleDict, ModuleList, Parameter, Session
 from promptimus.errors import (
@@ -14,13 +15,6 @@ from promptimus.errors import (
     PromptimusError,
     RecursiveModule,
 )
-
-
-class Box(Module):
-    """A module with no parameters of its own: tests attach whatever they need."""
-
-    async def forward(self, *args: Any, **kwargs: Any) -> Any:
-        return args
 
 
 class Leaf(Module):
