@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from locations import FIXTURES
 from module_box import Box
 
 from promptimus import (
@@ -22,7 +23,7 @@ from promptimus import (
 )
 from promptimus.errors import CheckpointMismatch, InvalidParameterValue
 
-ORIGINAL = Path(__file__).parents[1] / "support" / "fixtures" / "original"
+ORIGINAL = FIXTURES / "original"
 
 
 class Prompt(Module):

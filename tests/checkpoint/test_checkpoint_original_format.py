@@ -13,13 +13,14 @@ from typing import Any
 
 import pytest
 import tomlkit
+from locations import FIXTURES
 from module_box import Box
 
 from promptimus import Parameter, module_dict_from_toml_str, module_dict_to_toml_str
 from promptimus.errors import CheckpointSyntaxError
 
 FORMAT_MARK = "# promptimus checkpoint format=2"  # the on-disk mark: part of the file format
-ORIGINAL = Path(__file__).parents[1] / "support" / "fixtures" / "original"
+ORIGINAL = FIXTURES / "original"
 # Written by `Module.save()` of promptimus 0.1.26 with tomlkit 0.15.2 (a blank line after every
 # opening triple quote), and what 0.1.26's own reader returned for it (dumped as JSON).
 WRITTEN_BY_0_1_26 = ORIGINAL / "written_by_0_1_26.toml"

@@ -14,13 +14,14 @@ import pytest
 from exact_values import same
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from locations import FIXTURES
 from module_box import Box
 
 from promptimus import Module, ModuleDict, Parameter, module_dict_from_toml_str
 from promptimus.errors import CheckpointSyntaxError, InvalidParameterValue
 
 FORMAT_MARK = "# promptimus checkpoint format=2"  # the on-disk mark: part of the file format
-ORIGINAL = Path(__file__).parents[1] / "support" / "fixtures" / "original"
+ORIGINAL = FIXTURES / "original"
 AS_0_1_26_READ_IT = json.loads(
     (ORIGINAL / "written_by_0_1_26.read_by_0_1_26.json").read_text(encoding="utf-8")
 )

@@ -11,10 +11,10 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
+from locations import REPO
 
 import promptimus as pm
 from promptimus.compat.names import RENAMED, SERVED
@@ -25,7 +25,7 @@ from promptimus.modules import RAGModule, RetrievalModule
 from promptimus.rerankers import OpenAILikeReranker, RRFReranker
 from promptimus.vector_stores import InMemoryVectorStore
 
-SRC = Path(__file__).resolve().parents[2] / "src" / "promptimus"
+SRC = REPO / "src" / "promptimus"
 
 
 def modules_after(code: str) -> list[str]:

@@ -8,9 +8,9 @@ arguments, calling conventions and exceptions keep working (issue 8).
 from __future__ import annotations
 
 import math
-from pathlib import Path
 
 import pytest
+from locations import FIXTURES
 from pydantic import BaseModel, Field, ValidationError
 
 import promptimus as pm
@@ -22,7 +22,7 @@ from promptimus.rerankers import OpenAILikeReranker, RRFReranker
 from promptimus.testing import FakeOpenAIServer, Fault
 from promptimus.vector_stores import InMemoryVectorStore, SearchHit
 
-FIXTURES = Path(__file__).parents[1] / "support" / "fixtures" / "original"
+ORIGINAL = FIXTURES / "original"
 
 
 class Answer(BaseModel):
@@ -131,7 +131,7 @@ def test_the_same_tree_has_the_originals_checkpoint_keys() -> None:
 
 
 def test_a_checkpoint_written_by_the_original_loads_strictly() -> None:
-    root = Assistant().load(FIXTURES / "assistant_0_1_26.toml")  # strict by default
+    root = Assistant().load(ORIGINAL / "assistant_0_1_26.toml")  # strict by default
     # read with 0.1's rule: the newline its tomlkit adds after the opening quotes is not kept
     assert root.style.value == "Answer in one sentence."
     assert (root.top_k.value, root.threshold.value) == (5, 0.25)
@@ -144,7 +144,7 @@ def test_a_checkpoint_written_by_the_original_loads_strictly() -> None:
 
 
 async def test_the_originals_react_prompt_runs_after_loading() -> None:
-    root = Assistant().load(FIXTURES / "assistant_0_1_26.toml")
+    root = Assistant().load(ORIGINAL / "assistant_0_1_26.toml")
     llm = ScriptedLLM(
         [
             'Thought: use power\nAction: power\nAction Input: {"a": 2, "b": 3}',

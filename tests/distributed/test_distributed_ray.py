@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from locations import SUPPORT
 from optim_task import BASELINE, GOOD, PARTIAL, Task, dataset, fence, metric
 
 import promptimus as pm
@@ -41,7 +42,6 @@ from promptimus.optim import Reflective, fit
 from promptimus.testing import FakeOpenAIServer
 
 TESTS = str(Path(__file__).resolve().parent)
-SUPPORT = str(Path(__file__).resolve().parents[1] / "support")
 EVALUATE = importlib.import_module(
     "promptimus.evals.evaluate"
 )  # the package's name is the function
@@ -72,7 +72,7 @@ def cluster() -> Iterator[FakeOpenAIServer]:
 
     server = FakeOpenAIServer().start()
     temp = tempfile.mkdtemp(prefix="ray", dir="/tmp")  # short: Ray puts its sockets inside
-    path = os.pathsep.join(p for p in (TESTS, SUPPORT, os.environ.get("PYTHONPATH")) if p)
+    path = os.pathsep.join(p for p in (TESTS, str(SUPPORT), os.environ.get("PYTHONPATH")) if p)
     env = {"PYTHONPATH": path, "OPENAI_API_KEY": server.api_key}
     env["OPENAI_BASE_URL"] = server.base_url
     try:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from fake_llm import make_llm
+from locations import MCP_SERVERS
 
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.agents.react_agent import ToolCallingAgent
@@ -23,7 +24,7 @@ from promptimus.errors import MCPError, MCPResultUnknown, ToolExecutionError
 from promptimus.mcp import MCPToolset
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
-SERVER = str(Path(__file__).parents[1] / "support" / "mcp_servers" / "small_server.py")
+SERVER = str(MCP_SERVERS / "small_server.py")
 BOUND = 60.0
 
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import asyncio
 import base64
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_llm import make_llm
+from locations import MCP_SERVERS
 from mcp_servers.small_server import red_pixel_png
 
 from promptimus.agents.events import ToolResultEvent
@@ -23,7 +23,7 @@ from promptimus.dto import ImageContent, Message, MessageRole
 from promptimus.mcp import MCPToolset
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
-SERVER = str(Path(__file__).parents[1] / "support" / "mcp_servers" / "small_server.py")
+SERVER = str(MCP_SERVERS / "small_server.py")
 BOUND = 60.0
 PNG_URL = "data:image/png;base64," + base64.b64encode(red_pixel_png()).decode()
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
 from fake_llm import make_llm
+from locations import MCP_SERVERS
 from test_mcp_http import free_port, start_http_server, stop
 
 from promptimus.agents.events import ToolCallEvent, ToolErrorEvent, ToolResultEvent
@@ -20,7 +20,7 @@ from promptimus.agents.react_agent import ToolCallingAgent
 from promptimus.mcp import MCPToolset
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
-SERVER = str(Path(__file__).parents[1] / "support" / "mcp_servers" / "small_server.py")
+SERVER = str(MCP_SERVERS / "small_server.py")
 BOUND = 60.0
 
 

@@ -9,10 +9,10 @@ import socket
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import pytest
+from locations import MCP_SERVERS, REPO
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
@@ -21,8 +21,8 @@ from promptimus.mcp import MCPToolset
 from promptimus.mcp.serve import served_tools
 from promptimus.testing import FakeOpenAIServer
 
-TARGETS = Path(__file__).parents[1] / "support" / "mcp_servers" / "served_tools.py"
-ROOT = Path(__file__).parents[2]
+TARGETS = MCP_SERVERS / "served_tools.py"
+ROOT = REPO
 BOUND = 60.0
 
 
@@ -158,7 +158,7 @@ async def test_promptimus_mcp_serve_command_serves_over_stdio() -> None:
 
 # --- every call in its own pm.Session ------------------------------------------------------------
 
-CHAT = Path(__file__).parents[1] / "support" / "mcp_servers" / "served_chat.py"
+CHAT = MCP_SERVERS / "served_chat.py"
 
 
 async def with_served_chat(obj: str, srv: FakeOpenAIServer, body: Any) -> Any:

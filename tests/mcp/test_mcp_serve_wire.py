@@ -12,16 +12,16 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
+from locations import MCP_SERVERS, REPO
 
 from promptimus.mcp.jsonrpc_line import Refusal, read_line, refuse_long_line
 from promptimus.mcp.stdio_wire import read_wire_line
 
-TARGETS = Path(__file__).parents[1] / "support" / "mcp_servers" / "served_tools.py"
-ROOT = Path(__file__).parents[2]
+TARGETS = MCP_SERVERS / "served_tools.py"
+ROOT = REPO
 BOUND = 60.0  # seconds to wait for one reply; generous, so a missing reply fails, never hangs
 PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = -32700, -32600, -32601, -32602
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from fake_llm import make_llm
+from locations import MCP_SERVERS
 
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.errors import (
@@ -25,7 +26,7 @@ from promptimus.mcp import MCPTool, MCPToolset
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.tools.tool import Tool
 
-SERVER = str(Path(__file__).parents[1] / "support" / "mcp_servers" / "small_server.py")
+SERVER = str(MCP_SERVERS / "small_server.py")
 BOUND = 60.0
 
 

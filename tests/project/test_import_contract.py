@@ -13,8 +13,9 @@ from pathlib import Path
 
 import grimp
 import pytest
+from locations import REPO
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = REPO
 LINT_IMPORTS = Path(sys.executable).with_name("lint-imports")
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from locations import REPO
 
 nbformat = pytest.importorskip(
     "nbformat", reason="nbformat is not installed; install the dev dependency group"
@@ -21,7 +22,7 @@ nbclient = pytest.importorskip(
     "nbclient", reason="nbclient is not installed; install the dev dependency group"
 )
 
-NOTEBOOKS = Path(__file__).resolve().parents[2] / "notebooks"
+NOTEBOOKS = REPO / "notebooks"
 PATHS = sorted(NOTEBOOKS.glob("*.ipynb"))
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 

@@ -11,12 +11,13 @@ import signal
 import subprocess
 import sys
 import time
-from pathlib import Path
 from typing import Any
+
+from locations import SUPPORT
 
 from promptimus.testing import FakeOpenAIServer, Fault
 
-WORKER = Path(__file__).parents[1] / "support" / "session_worker.py"
+WORKER = SUPPORT / "session_worker.py"
 HANG_GUARD = 600.0  # seconds: only so a broken run fails instead of hanging the suite
 
 
