@@ -1,24 +1,33 @@
-"""Framework overhead against the raw openai SDK, measured in one run against one fake server.
+"""Client CPU of promptimus against the raw openai SDK and a bare httpx client, in one run.
 
-    uv run python bench/overhead.py [--calls 2000] [--rounds 5]
+    uv run python bench/overhead.py [--calls 2000] [--loops 1000] [--rounds 20]
+    uv run python bench/overhead.py --also-python /work/sdk-new-venv/bin/python
 
-The fake OpenAI server runs in its own process (so its work does not share our event loop). Each
-variant sends the same two messages (system + user) and gets the same reply; variants are
-interleaved in many short rounds so machine noise hits them alike. Printed, at concurrency 1 and
-256: median and p90 latency per call, and this process's CPU time per call (the server's work is
-in the other process, so this is the client-side cost: SDK + framework; it is the steadier figure
-on a shared machine), each with its ratio to the raw SDK (target <= 1.05x); then the
-`import promptimus` time (target <= 150 ms).
+The fake OpenAI server runs in its own process, so this process's CPU time is the client's cost
+(SDK + framework; the steadier figure on a shared machine). Variants are interleaved in many
+short rounds so machine noise hits them alike; each ratio is the median over rounds of the
+variant's CPU per call divided by the raw SDK's in the same round (target: at most 0.6x for a
+single call, 0.7x for the tool loop, never above 1.0x). Measured:
 
-The tool loop (`--loops`, `--skip-tool-loop`): a 3-step run (the model asks for one tool call,
-then another, then answers) through `OpenaiToolCallingAgent` beside the same loop written by hand
-on the raw SDK, with a sync tool and with an async tool. The hand-written loop is the fair, lean
-equivalent: it keeps the conversation as plain dicts, appends the assistant's tool calls as a dict
-without `content`, decodes the arguments with `json.loads`, and runs the sync tool off the event
-loop with `asyncio.to_thread` (what async code does with a blocking function; the agent must too).
-Its server (another process) answers by the request alone: a tool call while the conversation
-holds fewer than two tool results, then the answer. Printed: wall median per run and this
-process's CPU per run, with their ratios to the raw loop of the same tool kind (target <= 1.05x).
+- single call: the same two messages (system + user) and the same reply, one call at a time and
+  64 at once. Baselines: the raw SDK (``client.chat.completions.create``) and bare httpx (the
+  HTTP client the SDK makes, with its connection limits: one POST of JSON, the reply read by
+  ``json.loads``; the floor for any client). Then ``OpenAILike.achat`` (as it sends by default,
+  and with ``sdk_requests=True``, through the SDK's typed method), ``Prompt.forward`` and
+  ``MemoryModule.forward`` (a fresh ``pm.Session`` per call).
+- a streamed reply of 60 chunks read to its end, one call at a time: the raw SDK's stream,
+  bare httpx reading the ``data:`` lines, ``OpenAILike.astream`` (and with ``sdk_requests``).
+- 3-step tool loop: the model asks for one tool call, then another, then answers, through
+  ``OpenaiToolCallingAgent`` (a fresh ``pm.Session`` per run) beside the same loop written by
+  hand on the raw SDK and on bare httpx, with a sync and an async tool, one run at a time and
+  64 at once. The hand-written loops are the fair, lean equivalent: plain dict messages, the
+  assistant's tool calls appended without ``content``, arguments decoded by ``json.loads``, the
+  sync tool run off the event loop with ``asyncio.to_thread``. The server answers by the
+  request alone: a tool call while the conversation holds fewer than two tool results.
+
+``--also-python`` runs the whole measurement again under another interpreter (another SDK
+release, e.g. the newest in a separate venv) with this checkout's ``src`` on its path, and
+prints both runs' ratios side by side at the end. Then the ``import promptimus`` time.
 """
 
 from __future__ import annotations
@@ -28,31 +37,72 @@ import asyncio
 import contextlib
 import inspect
 import json
+import os
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import openai
 
 import promptimus as pm
 from promptimus.agents import OpenaiToolCallingAgent
-from promptimus.llms import OpenAILike
+from promptimus.llms import OpenAILike, aaccumulate
 from promptimus.modules import MemoryModule, Prompt
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.tools import Tool
 
 SYSTEM = "You are a benchmark."
 QUESTION = "ping"
+MODEL = "fake-model"
+KEY = "sk-fake"
+RAW = "raw openai SDK"
+BARE = "bare httpx"
 
 Call = Callable[[], Awaitable[object]]
 
 
-def variants(base_url: str, api_key: str) -> tuple[dict[str, Call], openai.AsyncOpenAI]:
-    """The variants, and the raw SDK client to close before the event loop ends."""
-    raw = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
-    llm = OpenAILike("fake-model", api_key=api_key, base_url=base_url)
+def bare_client(base_url: str) -> tuple[Any, Callable[[dict[str, Any]], Awaitable[Any]]]:
+    """The httpx client the SDK makes by default (same library, connection limits and timeout;
+    no SDK code on the way), and a call that POSTs a body to ``/chat/completions`` and returns
+    the decoded reply."""
+    http = openai.DefaultAsyncHttpxClient(timeout=60.0)
+    url = f"{base_url}/chat/completions"
+    headers = {"Authorization": f"Bearer {KEY}", "Content-Type": "application/json"}
+
+    async def post(body: dict[str, Any]) -> Any:
+        response = await http.post(url, content=json.dumps(body).encode(), headers=headers)
+        response.raise_for_status()
+        if body.get("stream"):  # the text of `data:` lines up to [DONE]
+            text = []
+            async for line in response.aiter_lines():
+                if line.startswith("data: ") and line != "data: [DONE]":
+                    choices = json.loads(line[6:])["choices"]
+                    if choices and choices[0]["delta"].get("content"):
+                        text.append(choices[0]["delta"]["content"])
+            return "".join(text)
+        return json.loads(response.content)
+
+    return http, post
+
+
+async def close(clients: list[Any]) -> None:
+    for client in clients:
+        await (client.close() if isinstance(client, openai.AsyncOpenAI) else client.aclose())
+
+
+# --- single calls ----------------------------------------------------------------------------
+
+
+def single_call_variants(base_url: str) -> tuple[dict[str, Call], list[Any]]:
+    """The variants, and the clients to close before the event loop ends."""
+    raw = openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+    http, post = bare_client(base_url)
+    llm = OpenAILike(MODEL, api_key=KEY, base_url=base_url)
+    typed = OpenAILike(MODEL, api_key=KEY, base_url=base_url, sdk_requests=True)
     prompt = Prompt(SYSTEM).with_llm(llm)
     memory = MemoryModule(memory_size=10, system_prompt=SYSTEM).with_llm(llm)
     history = [pm.Message(role=pm.MessageRole.USER, content=QUESTION)]
@@ -60,25 +110,64 @@ def variants(base_url: str, api_key: str) -> tuple[dict[str, Call], openai.Async
     sent = [pm.Message(role=pm.MessageRole.SYSTEM, content=SYSTEM), *history]
 
     async def raw_sdk() -> object:
-        reply = await raw.chat.completions.create(model="fake-model", messages=raw_messages)
+        reply = await raw.chat.completions.create(model=MODEL, messages=raw_messages)  # type: ignore[arg-type]
         return reply.choices[0].message.content
 
-    async def openai_like() -> object:
-        return await llm.achat(sent)
-
-    async def prompt_forward() -> object:
-        return await prompt.forward(history)
+    async def bare() -> object:
+        return (await post({"model": MODEL, "messages": raw_messages}))["choices"][0]["message"]
 
     async def memory_forward() -> object:
         with pm.Session():  # a fresh conversation per call: same two messages as the others
             return await memory.forward(QUESTION)
 
-    return {
-        "raw openai SDK": raw_sdk,
-        "OpenAILike.achat": openai_like,
-        "Prompt.forward": prompt_forward,
+    variants: dict[str, Call] = {
+        RAW: raw_sdk,
+        BARE: bare,
+        "OpenAILike.achat": lambda: llm.achat(sent),
+        "  sdk_requests=True": lambda: typed.achat(sent),
+        "Prompt.forward": lambda: prompt.forward(history),
         "MemoryModule.forward": memory_forward,
-    }, raw
+    }
+    return variants, [raw, http, llm._factory.get(), typed._factory.get()]
+
+
+STREAMED = " ".join(f"word{i}" for i in range(60))  # a reply of 60 chunks
+
+
+def stream_variants(base_url: str) -> tuple[dict[str, Call], list[Any]]:
+    """A streamed reply read to its end, and the clients to close before the loop ends."""
+    raw = openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+    http, post = bare_client(base_url)
+    llm = OpenAILike(MODEL, api_key=KEY, base_url=base_url)
+    typed = OpenAILike(MODEL, api_key=KEY, base_url=base_url, sdk_requests=True)
+    messages = [{"role": "user", "content": QUESTION}]
+    sent = [pm.Message(role=pm.MessageRole.USER, content=QUESTION)]
+    options = {"include_usage": True}
+
+    async def raw_sdk() -> object:
+        text = []
+        stream = await raw.chat.completions.create(
+            model=MODEL,
+            messages=messages,  # type: ignore[arg-type]
+            stream=True,
+            stream_options=options,  # type: ignore[arg-type]
+        )
+        async for chunk in stream:
+            if chunk.choices and chunk.choices[0].delta.content:
+                text.append(chunk.choices[0].delta.content)
+        return "".join(text)
+
+    async def bare() -> object:
+        body = {"model": MODEL, "messages": messages, "stream": True, "stream_options": options}
+        return await post(body)
+
+    variants: dict[str, Call] = {
+        RAW: raw_sdk,
+        BARE: bare,
+        "OpenAILike.astream": lambda: aaccumulate(llm.astream(sent)),
+        "  sdk_requests=True": lambda: aaccumulate(typed.astream(sent)),
+    }
+    return variants, [raw, http, llm._factory.get(), typed._factory.get()]
 
 
 async def timed_batch(call: Call, calls: int, concurrency: int) -> tuple[list[float], float]:
@@ -115,68 +204,64 @@ async def sample_rounds(
     return samples, cpu
 
 
-async def measure(base_url: str, api_key: str, calls: int, rounds: int) -> None:
-    calls_by_name, raw = variants(base_url, api_key)
+def cpu_ratio(cpu: dict[str, list[float]], name: str, base: str) -> float:
+    """The median over rounds of `name`'s CPU per call over `base`'s in the same round."""
+    return statistics.median(a / b for a, b in zip(cpu[name], cpu[base], strict=True))
+
+
+def print_table(
+    title: str,
+    samples: dict[str, list[float]],
+    cpu: dict[str, list[float]],
+    base_of: Callable[[str], str],
+) -> None:
+    print(f"\n{title}")
+    print(f"{'variant':<26}{'median ms':>10}{'p90 ms':>9}{'CPU us':>9}{'CPU ratio':>11}")
+    for name, values in samples.items():
+        p90 = statistics.quantiles(values, n=10)[-1]
+        ratio = cpu_ratio(cpu, name, base_of(name))
+        print(
+            f"{name:<26}{statistics.median(values) * 1e3:>10.3f}{p90 * 1e3:>9.3f}"
+            f"{statistics.median(cpu[name]) * 1e6:>9.0f}{ratio:>10.3f}x"
+        )
+
+
+async def measure_stream(base_url: str, calls: int, rounds: int) -> dict[str, float]:
+    variants, clients = stream_variants(base_url)
     try:
-        await _measure(calls_by_name, calls, rounds)
+        samples, cpu = await sample_rounds(variants, calls, 1, rounds, 64)
+        print_table(
+            f"streamed reply of 60 chunks, one at a time ({len(samples[RAW])} calls per variant, "
+            f"{rounds} rounds; CPU ratio to the {RAW})",
+            samples,
+            cpu,
+            lambda _: RAW,
+        )
     finally:
-        await raw.close()
+        await close(clients)
+    return {"stream c=1: OpenAILike.astream": cpu_ratio(cpu, "OpenAILike.astream", RAW)}
 
 
-async def _measure(calls_by_name: dict[str, Call], calls: int, rounds: int) -> None:
-    for concurrency in (1, 256):
-        n = calls if concurrency > 1 else max(calls // 4, 50)
-        samples, cpu = await sample_rounds(calls_by_name, n, concurrency, rounds, 256)
-        raw = "raw openai SDK"
-        base = statistics.median(samples[raw])
-        base_cpu = statistics.fmean(cpu[raw])
-        print(f"\nconcurrency {concurrency} ({len(samples[raw])} calls per variant)")
-        header = f"{'variant':<22}{'median ms':>10}{'p90 ms':>9}{'ratio':>8}"
-        print(header + f"{'CPU us/call':>13}{'ratio':>8}")
-        for name, values in samples.items():
-            median = statistics.median(values)
-            p90 = statistics.quantiles(values, n=10)[-1]
-            per_call = statistics.fmean(cpu[name])
-            print(
-                f"{name:<22}{median * 1e3:>10.3f}{p90 * 1e3:>9.3f}{median / base:>7.3f}x"
-                f"{per_call * 1e6:>13.0f}{per_call / base_cpu:>7.3f}x"
+async def measure_single(base_url: str, calls: int, rounds: int) -> dict[str, float]:
+    variants, clients = single_call_variants(base_url)
+    found: dict[str, float] = {}
+    try:
+        for concurrency in (1, 64):
+            n = calls if concurrency > 1 else max(calls // 4, 50)
+            samples, cpu = await sample_rounds(variants, n, concurrency, rounds, 256)
+            runs = len(samples[RAW])
+            print_table(
+                f"single call, concurrency {concurrency} ({runs} calls per variant, "
+                f"{rounds} rounds; CPU ratio to the {RAW})",
+                samples,
+                cpu,
+                lambda _: RAW,
             )
-
-
-async def framework_cost(base_url: str, api_key: str, calls: int = 20000) -> None:
-    """Our own code per call: the SDK's network call is replaced by a stub that returns a real
-    recorded completion, so what remains is message conversion, retry/limit plumbing, usage
-    accounting, the module call path and template rendering."""
-    llm = OpenAILike("fake-model", api_key=api_key, base_url=base_url)
-    sdk = llm._factory.get()  # the provider's own AsyncOpenAI client for this loop
-    sent = [pm.Message(role="system", content=SYSTEM), pm.Message(role="user", content=QUESTION)]
-    raw = sdk.chat.completions.with_raw_response  # what OpenAILike.achat calls
-    recorded = await raw.create(
-        model="fake-model", messages=[{"role": m.role.value, "content": m.content} for m in sent]
-    )
-
-    async def stub(**_: object) -> object:
-        return recorded
-
-    raw.create = stub  # type: ignore[method-assign]
-    prompt = Prompt(SYSTEM).with_llm(llm)
-    memory = MemoryModule(memory_size=10, system_prompt=SYSTEM).with_llm(llm)
-    history = sent[1:]
-
-    async def memory_call() -> object:
-        with pm.Session():
-            return await memory.forward(QUESTION)
-
-    print("\nframework's own CPU per call (network call stubbed out)")
-    for name, call in (
-        ("OpenAILike.achat", lambda: llm.achat(sent)),
-        ("Prompt.forward", lambda: prompt.forward(history)),
-        ("MemoryModule.forward", memory_call),
-    ):
-        start = time.process_time()
-        for _ in range(calls):
-            await call()
-        print(f"{name:<22}{(time.process_time() - start) / calls * 1e6:>8.1f} us")
+            for name in (BARE, "OpenAILike.achat", "Prompt.forward"):
+                found[f"single c={concurrency}: {name}"] = cpu_ratio(cpu, name, RAW)
+    finally:
+        await close(clients)
+    return found
 
 
 # --- the tool loop ---------------------------------------------------------------------------
@@ -228,83 +313,107 @@ def spawn_tool_loop_server() -> Iterator[str]:
         process.wait(10)
 
 
-def tool_loop_variants(
-    base_url: str, api_key: str
-) -> tuple[dict[str, Call], list[openai.AsyncOpenAI]]:
-    """The variants, and the SDK clients to close before the event loop ends."""
-    raw = openai.AsyncOpenAI(base_url=base_url, api_key=api_key, max_retries=0)
-    llm = OpenAILike("fake-model", api_key=api_key, base_url=base_url)
+async def run_tool(fn: Callable[..., object], arguments: str) -> object:
+    args = json.loads(arguments)
+    if inspect.iscoroutinefunction(fn):
+        return await fn(**args)
+    return await asyncio.to_thread(fn, **args)
+
+
+def tool_loop_variants(base_url: str) -> tuple[dict[str, Call], list[Any]]:
+    """The variants, and the clients to close before the event loop ends."""
+    raw = openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0)
+    http, post = bare_client(base_url)
+    llm = OpenAILike(MODEL, api_key=KEY, base_url=base_url)
     out: dict[str, Call] = {}
     for kind, fn in (("sync", lookup_sync), ("async", lookup_async)):
         tool = Tool(fn, name="lookup")
         spec = [tool.to_openai()]
         agent = OpenaiToolCallingAgent(SYSTEM, [tool]).with_llm(llm)
 
-        async def raw_loop(fn: Callable[..., object] = fn, spec: object = spec) -> object:
-            messages: list[dict[str, object]] = [
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": QUESTION},
-            ]
+        def start() -> list[dict[str, Any]]:
+            return [{"role": "system", "content": SYSTEM}, {"role": "user", "content": QUESTION}]
+
+        async def raw_loop(fn: Callable[..., object] = fn, spec: Any = spec) -> object:
+            messages = start()
             while True:
                 completion = await raw.chat.completions.create(
-                    model="fake-model",
+                    model=MODEL,
                     messages=messages,  # type: ignore[arg-type]
-                    tools=spec,  # type: ignore[arg-type]
+                    tools=spec,
                 )
                 message = completion.choices[0].message
                 if not message.tool_calls:
                     return message.content
-                calls = []
-                for call in message.tool_calls:
-                    name, arguments = call.function.name, call.function.arguments  # type: ignore[union-attr]
-                    calls.append(
-                        {
-                            "id": call.id,
-                            "type": "function",
-                            "function": {"name": name, "arguments": arguments},
-                        }
-                    )
+                calls = [
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {
+                            "name": call.function.name,  # type: ignore[union-attr]
+                            "arguments": call.function.arguments,  # type: ignore[union-attr]
+                        },
+                    }
+                    for call in message.tool_calls
+                ]
                 messages.append({"role": "assistant", "tool_calls": calls})
-                for call in message.tool_calls:
-                    args = json.loads(call.function.arguments)  # type: ignore[union-attr]
-                    if inspect.iscoroutinefunction(fn):
-                        result = await fn(**args)
-                    else:
-                        result = await asyncio.to_thread(fn, **args)
-                    messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+                for call in calls:
+                    result = await run_tool(fn, call["function"]["arguments"])
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
+
+        async def bare_loop(fn: Callable[..., object] = fn, spec: Any = spec) -> object:
+            messages = start()
+            while True:
+                reply = await post({"model": MODEL, "messages": messages, "tools": spec})
+                message = reply["choices"][0]["message"]
+                calls = message.get("tool_calls")
+                if not calls:
+                    return message["content"]
+                messages.append({"role": "assistant", "tool_calls": calls})
+                for call in calls:
+                    result = await run_tool(fn, call["function"]["arguments"])
+                    messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
 
         async def agent_loop(agent: OpenaiToolCallingAgent = agent) -> object:
-            with pm.Session():  # a fresh conversation per run, like the raw loop
+            with pm.Session():  # a fresh conversation per run, like the hand-written loops
                 return await agent.forward(QUESTION)
 
-        out[f"raw loop, {kind} tool"] = raw_loop
+        out[f"{RAW} loop, {kind}"] = raw_loop
+        out[f"{BARE} loop, {kind}"] = bare_loop
         out[f"agent, {kind} tool"] = agent_loop
-    return out, [raw, llm._factory.get()]
+    return out, [raw, http, llm._factory.get()]
 
 
-async def measure_tool_loop(base_url: str, api_key: str, loops: int, rounds: int) -> None:
-    """The CPU ratio is the median over rounds of (variant / raw loop) within the same round,
-    which a busy neighbour on the machine skews less than a ratio of totals."""
-    calls_by_name, clients = tool_loop_variants(base_url, api_key)
-    for concurrency in (1, 64):
-        n = loops if concurrency > 1 else max(loops // 4, 50)
-        samples, cpu = await sample_rounds(calls_by_name, n, concurrency, rounds, 64)
-        print(
-            f"\n3-step tool loop, concurrency {concurrency} "
-            f"({len(next(iter(samples.values())))} runs per variant, {rounds} rounds)"
-        )
-        print(f"{'variant':<22}{'median ms':>10}{'ratio':>8}{'CPU us/run':>12}{'ratio':>8}")
-        for name, values in samples.items():
-            base = "raw loop, " + name.split(", ", 1)[1]
-            median = statistics.median(values)
-            wall_ratio = median / statistics.median(samples[base])
-            cpu_ratio = statistics.median(a / b for a, b in zip(cpu[name], cpu[base], strict=True))
-            print(
-                f"{name:<22}{median * 1e3:>10.3f}{wall_ratio:>7.3f}x"
-                f"{statistics.median(cpu[name]) * 1e6:>12.0f}{cpu_ratio:>7.3f}x"
+async def measure_tool_loop(base_url: str, loops: int, rounds: int) -> dict[str, float]:
+    variants, clients = tool_loop_variants(base_url)
+    found: dict[str, float] = {}
+
+    def base_of(name: str) -> str:  # the raw SDK loop with the same kind of tool
+        return f"{RAW} loop, {'async' if 'async' in name else 'sync'}"
+
+    try:
+        for concurrency in (1, 64):
+            n = loops if concurrency > 1 else max(loops // 4, 50)
+            samples, cpu = await sample_rounds(variants, n, concurrency, rounds, 64)
+            runs = len(next(iter(samples.values())))
+            print_table(
+                f"3-step tool loop, concurrency {concurrency} ({runs} runs per variant, "
+                f"{rounds} rounds; CPU ratio to the {RAW} loop with the same tool)",
+                samples,
+                cpu,
+                base_of,
             )
-    for client in clients:
-        await client.close()
+            for kind in ("sync", "async"):
+                where = f"loop c={concurrency} {kind}"
+                base = base_of(kind)
+                found[f"{where}: bare httpx"] = cpu_ratio(cpu, f"{BARE} loop, {kind}", base)
+                found[f"{where}: agent"] = cpu_ratio(cpu, f"agent, {kind} tool", base)
+    finally:
+        await close(clients)
+    return found
+
+
+# --- the whole run ---------------------------------------------------------------------------
 
 
 def import_time(runs: int = 15) -> tuple[float, float]:
@@ -318,28 +427,76 @@ def import_time(runs: int = 15) -> tuple[float, float]:
     return (full - bare) * 1e3, full * 1e3
 
 
+def measure(args: argparse.Namespace) -> dict[str, float]:
+    print(f"openai {openai.__version__}, Python {sys.version.split()[0]} ({sys.executable})")
+    found: dict[str, float] = {}
+    if not args.skip_single:
+        with FakeOpenAIServer.spawn(reply="pong") as server:
+            found |= asyncio.run(measure_single(server.base_url, args.calls, args.rounds))
+        with FakeOpenAIServer.spawn(reply=STREAMED) as server:
+            calls = max(args.calls // 8, 40)
+            found |= asyncio.run(measure_stream(server.base_url, calls, args.rounds))
+    if not args.skip_tool_loop:
+        with spawn_tool_loop_server() as base_url:
+            found |= asyncio.run(measure_tool_loop(base_url, args.loops, args.rounds))
+    return found
+
+
+def run_elsewhere(python: str, argv: list[str]) -> tuple[str, dict[str, float]]:
+    """Run this benchmark under another interpreter; its SDK version and ratios."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "src")}
+    print(f"\n===== again under {python} =====", flush=True)
+    process = subprocess.run(
+        [python, __file__, *argv, "--no-also", "--skip-import-time"],
+        env=env,
+        stdout=subprocess.PIPE,
+        text=True,
+        check=True,
+    )
+    version, ratios = "?", {}
+    for line in process.stdout.splitlines():
+        if line.startswith("RATIOS "):
+            version, ratios = json.loads(line.removeprefix("RATIOS "))
+        else:
+            print(line)
+    return version, ratios
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--calls", type=int, default=2000, help="calls per variant at c=256")
+    parser.add_argument("--calls", type=int, default=2000, help="single calls per variant at c=64")
     parser.add_argument("--rounds", type=int, default=20)
     parser.add_argument("--loops", type=int, default=1000, help="tool-loop runs per variant")
     parser.add_argument("--skip-single", action="store_true", help="only the tool loop")
     parser.add_argument("--skip-tool-loop", action="store_true", help="only single calls")
+    parser.add_argument("--also-python", help="measure again under this interpreter")
+    parser.add_argument("--no-also", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--skip-import-time", action="store_true")
     parser.add_argument("--serve-tool-loop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_tool_loop:
         serve_tool_loop()
         return
 
-    if not args.skip_single:
-        with FakeOpenAIServer.spawn(reply="pong") as server:
-            asyncio.run(measure(server.base_url, "sk-fake", args.calls, args.rounds))
-            asyncio.run(framework_cost(server.base_url, "sk-fake"))
-    if not args.skip_tool_loop:
-        with spawn_tool_loop_server() as base_url:
-            asyncio.run(measure_tool_loop(base_url, "sk-fake", args.loops, args.rounds))
-    net, total = import_time()
-    print(f"\nimport promptimus: {net:.1f} ms over a bare interpreter ({total:.1f} ms in all)")
+    ratios = measure(args)
+    if args.no_also:
+        print("RATIOS " + json.dumps([openai.__version__, ratios]))
+        return
+    runs = {openai.__version__: ratios}
+    if args.also_python:
+        argv = [arg for arg in sys.argv[1:] if not arg.startswith("--also-python")]
+        if args.also_python in argv:
+            argv.remove(args.also_python)
+        version, other = run_elsewhere(args.also_python, argv)
+        runs[version] = other
+    print("\nCPU ratio to the raw openai SDK (targets: single call <= 0.6x, tool loop <= 0.7x)")
+    versions = list(runs)
+    print(f"{'':<40}" + "".join(f"{'openai ' + v:>16}" for v in versions))
+    for key in ratios:
+        print(f"{key:<40}" + "".join(f"{runs[v].get(key, float('nan')):>15.3f}x" for v in versions))
+    if not args.skip_import_time:
+        net, total = import_time()
+        print(f"\nimport promptimus: {net:.1f} ms over a bare interpreter ({total:.1f} ms in all)")
 
 
 if __name__ == "__main__":

@@ -29,6 +29,7 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     ├── ProviderError
     │   ├── ProviderConfigError
     │   │   └── ModelResolutionError
+    │   ├── UnknownRequestOption (TypeError)
     │   ├── ProviderUnavailable
     │   │   ├── RetryBudgetExhausted
     │   │   ├── StreamInterrupted
@@ -239,6 +240,11 @@ class ProviderConfigError(ProviderError):
 
 class ModelResolutionError(ProviderConfigError):
     """A model string like "openai:gpt-4o-mini" could not be resolved to a provider."""
+
+
+class UnknownRequestOption(ProviderError, TypeError):
+    """A provider call was given a request option the API client does not know (a
+    ``TypeError`` too, as the SDK's own methods raise for an unknown keyword)."""
 
 
 class ProviderUnavailable(ProviderError):

@@ -102,8 +102,8 @@ def test_a_file_that_is_not_a_database_is_corrupt(tmp_path: Path) -> None:
 
 async def test_a_full_sqlite_file_is_named_and_the_turn_not_answered(tmp_path: Path) -> None:
     store = SQLiteSessionStore(tmp_path / "app.db")
-    pages = store._connection().execute("PRAGMA page_count").fetchone()[0]
-    store._connection().execute(f"PRAGMA max_page_count = {pages + 1}")  # a disk with no room
+    pages = store._file.connection().execute("PRAGMA page_count").fetchone()[0]
+    store._file.connection().execute(f"PRAGMA max_page_count = {pages + 1}")  # a disk with no room
     agent = OpenaiToolCallingAgent("Hi.").with_llm(ScriptedLLM(["ok"]))
     with pytest.raises(SessionStoreFull, match="SQLiteSessionStore"):
         async with pm.Session("alice", store=store):

@@ -2,7 +2,9 @@
 
 Large inputs are split into batches of ``batch_size`` texts (so ``ceil(N / batch_size)`` requests),
 the batches run concurrently up to ``max_concurrency`` in flight, and the vectors come back in the
-order of the input texts. Retries, rate limits and key handling are the ones `OpenAILike` uses.
+order of the input texts. Retries, rate limits, key handling and the way requests are sent (the
+JSON as built, without the SDK's per-call transform, unless ``sdk_requests=True``) are the ones
+`OpenAILike` uses.
 """
 
 from __future__ import annotations
@@ -17,9 +19,10 @@ from typing import Any
 from promptimus._compat_seam import compat_calls
 from promptimus.argument_checks import positive_int
 from promptimus.dto import Usage
-from promptimus.errors import InvalidArgument, MalformedReply
+from promptimus.errors import InvalidArgument, MalformedReply, UnknownRequestOption
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
+from promptimus.transport.openai_wire import response_body, unknown_options
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.request_text import check_request_text
 from promptimus.transport.retry import RetryPolicy
@@ -38,6 +41,8 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
     - ``requests_per_minute`` / ``tokens_per_minute``: sliding-window limits (tokens estimated
       at 4 characters each, corrected with the reported usage).
     - ``request_count`` and ``usage`` total the completed requests.
+    - ``sdk_requests=True`` sends every request through ``client.embeddings.create`` (the
+      SDK's request transform and response objects included) instead of posting the JSON.
     """
 
     _request_kind = "embedding"
@@ -60,6 +65,7 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
         call_kwargs: dict[str, Any] | None = None,
         retry: RetryPolicy | None = None,
         api_key_env: str = "OPENAI_API_KEY",
+        sdk_requests: bool = False,
         **client_kwargs: Any,
     ) -> None:
         batch_size = positive_int(batch_size, "batch_size")
@@ -82,6 +88,7 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
         )
         self.batch_size = batch_size
         self.dimensions = dimensions
+        self.sdk_requests = sdk_requests
 
     def __repr__(self) -> str:
         return (
@@ -125,33 +132,48 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
         params: dict[str, Any] = {"model": self.model_name, **self.call_kwargs, "input": texts}
         if self.dimensions is not None:
             params["dimensions"] = self.dimensions
-        # Asked explicitly (the SDK asks for base64 anyway when not told): the SDK then hands the
-        # reply over unread, and `vectors_from_reply` checks and decodes it.
+        # Asked explicitly (the SDK asks for base64 anyway when not told): the reply then comes
+        # unconverted, and `vectors_from_reply` checks and decodes it.
         params.setdefault("encoding_format", "base64")
-        client = self._factory.get()
+        connection = self._factory.connection()
+        unknown = unknown_options(params, type(connection.client.embeddings).create)
+        if unknown:
+            raise UnknownRequestOption(
+                f"The {self._context} got option(s) the openai SDK's embeddings.create does "
+                f"not take: {', '.join(unknown)}. Pass fields a server adds to the API in "
+                "extra_body={...}."
+            )
         tokens = sum(map(len, texts)) / CHARS_PER_TOKEN if self._tpm is not None else 0.0
 
         async def attempt() -> tuple[list[list[float]], Any, Reservation | None]:
             slot, reservation = await self._admit(tokens)
             try:
-                response = await client.embeddings.create(**params)
+                if self.sdk_requests:
+                    reply = await connection.client.embeddings.create(**params)
+                else:
+                    reply = response_body(await connection.post("/embeddings", params))
             finally:
                 if slot is not None:
                     slot.release()
-            return vectors_from_reply(response, len(texts)), response, reservation
+            return vectors_from_reply(reply, len(texts)), reply, reservation
 
-        vectors, response, reservation = await self.retry.run(
+        vectors, reply, reservation = await self.retry.run(
             attempt, context=self._context, redact=self._factory.secrets()
         )
-        usage = getattr(response, "usage", None)
-        prompt_tokens = _count(getattr(usage, "prompt_tokens", None))
-        total_tokens = _count(getattr(usage, "total_tokens", None)) or prompt_tokens
+        usage = reply.get("usage") if isinstance(reply, dict) else getattr(reply, "usage", None)
+        prompt_tokens = _count(_field(usage, "prompt_tokens"))
+        total_tokens = _count(_field(usage, "total_tokens")) or prompt_tokens
         reported = prompt_tokens or total_tokens
         self._record(
             Usage(prompt_tokens=prompt_tokens, total_tokens=total_tokens) if reported else None,
             reservation,
         )
         return vectors
+
+
+def _field(data: Any, name: str) -> Any:
+    """A field of a JSON object or of the SDK's object for it."""
+    return data.get(name) if isinstance(data, dict) else getattr(data, name, None)
 
 
 def _count(value: Any) -> int:

@@ -1,7 +1,10 @@
 """``OpenAILike``: a chat provider for every OpenAI-compatible server, on the official SDK.
 
-The SDK does the HTTP, timeouts and stream parsing; this class adds what it lacks: one retry layer
-with Retry-After support (the SDK's own retries are off), concurrency and RPM/TPM limits shared by
+The SDK's client holds the connection settings and does the HTTP and timeouts; requests go out
+as the JSON this class builds, without the SDK's per-call transform, and replies and stream
+chunks are read as JSON (`promptimus.transport.openai_wire`; ``sdk_requests=True`` sends through
+the SDK's typed methods instead). This class adds what the SDK lacks: one retry layer with
+Retry-After support (the SDK's own retries are off), concurrency and RPM/TPM limits shared by
 every task, cumulative usage accounting, and safe handling of the API key.
 """
 
@@ -14,7 +17,7 @@ from typing import Any, TypeVar
 
 from promptimus._compat_seam import compat_calls
 from promptimus.dto import Message, MessageDelta
-from promptimus.errors import EmptyReply, MalformedReply, PromptimusError
+from promptimus.errors import EmptyReply, MalformedReply, PromptimusError, UnknownRequestOption
 from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.openai_format import (
@@ -22,10 +25,10 @@ from promptimus.llms.openai_format import (
     completion_to_message,
     demands_content,
     messages_to_openai,
-    response_body,
 )
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
+from promptimus.transport.openai_wire import response_body, unknown_options
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.request_text import check_request_text
 from promptimus.transport.retry import RetryPolicy, chained, classify, redact_secrets
@@ -46,6 +49,9 @@ class OpenAILike(OpenAIEndpoint):
       shared ``ConcurrencyLimit`` / ``RateLimiter`` so several providers can share one quota.
     - ``call_kwargs``: default request options (``temperature``...) that per-call kwargs override.
     - ``usage`` and ``request_count`` total every completed request.
+    - ``sdk_requests=True`` sends every request through the SDK's typed method
+      (``client.chat.completions.create``, its request transform and response objects
+      included) instead of posting the JSON as built: for a server or proxy that needs it.
     """
 
     _request_kind = "chat"
@@ -66,6 +72,7 @@ class OpenAILike(OpenAIEndpoint):
         call_kwargs: dict[str, Any] | None = None,
         retry: RetryPolicy | None = None,
         api_key_env: str = "OPENAI_API_KEY",
+        sdk_requests: bool = False,
         **client_kwargs: Any,
     ) -> None:
         super().__init__(
@@ -85,6 +92,7 @@ class OpenAILike(OpenAIEndpoint):
         )
         self.capabilities = ProviderCapabilities()
         """What this server has shown it accepts (e.g. which structured-output mode)."""
+        self.sdk_requests = sdk_requests
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
@@ -93,6 +101,13 @@ class OpenAILike(OpenAIEndpoint):
 
     def _params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
         params = {"model": self.model_name, **self.call_kwargs, **kwargs}
+        unknown = unknown_options(params, type(self._factory.get().chat.completions).create)
+        if unknown:
+            raise UnknownRequestOption(
+                f"The {self._context} got option(s) the openai SDK's chat.completions.create "
+                f"does not take: {', '.join(unknown)}. Pass fields a server adds to the API in "
+                f"extra_body={{...}} (e.g. extra_body={{{unknown[0]!r}: ...}})."
+            )
         params["messages"] = messages_to_openai(history, self.capabilities.tool_call_content)
         return params
 
@@ -138,18 +153,16 @@ class OpenAILike(OpenAIEndpoint):
         params = self._params(history, kwargs)
         params.pop("stream", None)
         params.pop("stream_options", None)
-        client = self._factory.get()
         tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
 
         async def attempt() -> tuple[Message, Reservation | None]:
             slot, reservation = await self._admit(tokens)
             try:
-                # the raw body: the SDK's response objects would only be dumped back to JSON
-                raw = await client.chat.completions.with_raw_response.create(**params)
+                reply = await self._reply(params)
             finally:
                 if slot is not None:
                     slot.release()
-            return completion_to_message(response_body(raw.http_response)), reservation
+            return completion_to_message(reply), reservation
 
         message, reservation = await self._send(attempt, params, history)
         self._record(message.usage, reservation)
@@ -184,8 +197,8 @@ class OpenAILike(OpenAIEndpoint):
                 yield delta
             while True:
                 try:
-                    chunk = await anext(chunks, None)
-                    if chunk is None:
+                    chunk = await anext(chunks, _END)
+                    if chunk is _END:
                         break
                     delta = chunk_to_delta(chunk)
                 except Exception as exc:
@@ -205,6 +218,22 @@ class OpenAILike(OpenAIEndpoint):
             self._record(usage, reservation)
             await stream.close()
 
+    async def _reply(self, params: dict[str, Any]) -> Any:
+        """The reply to a chat request, as JSON; with ``sdk_requests``, the SDK's
+        ``ChatCompletion`` (its request transform and response objects included)."""
+        connection = self._factory.connection()
+        if self.sdk_requests:
+            return await connection.client.chat.completions.create(**params)
+        return response_body(await connection.post("/chat/completions", params))
+
+    async def _start_stream(self, params: dict[str, Any]) -> Any:
+        """The stream's chunks: JSON objects, or the SDK's chunk objects with ``sdk_requests``."""
+        connection = self._factory.connection()
+        if self.sdk_requests:
+            return await connection.client.chat.completions.create(**params)
+        response = await connection.post("/chat/completions", params, stream=True)
+        return connection.event_stream(response)
+
     def _stream_params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
         params = self._params(history, kwargs)
         params["stream"] = True
@@ -222,13 +251,13 @@ class OpenAILike(OpenAIEndpoint):
         releases once the stream is done."""
         slot, reservation = await self._admit(tokens)
         try:
-            stream = await self._factory.get().chat.completions.create(**params)
+            stream = await self._start_stream(params)
             try:
                 chunks = stream.__aiter__()
                 held, received = [], MessageAccumulator()
                 while not held or not _says_something(held[-1]):
-                    chunk = await anext(chunks, None)
-                    if chunk is None:
+                    chunk = await anext(chunks, _END)
+                    if chunk is _END:
                         raise self._ended_before_output(stream, received)
                     held.append(chunk_to_delta(chunk))
                     received.add(held[-1])
@@ -292,6 +321,10 @@ class OpenAILike(OpenAIEndpoint):
                     "stream (a proxy's error page, or a server that does not stream)"
                 )
         return stream_interrupted(received, self._context)
+
+
+_END: Any = object()
+"""What ``anext`` returns at the end of a stream (a chunk may be JSON ``null``)."""
 
 
 def _says_something(delta: MessageDelta) -> bool:

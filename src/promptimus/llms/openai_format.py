@@ -74,20 +74,6 @@ def demands_content(error: BaseException, sent: list[dict[str, Any]]) -> bool:
     )
 
 
-def response_body(response: Any) -> Any:
-    """The decoded body of a raw (httpx) chat-completion response, read as the SDK would read it:
-    JSON, or the text of a body that is not JSON and not labelled as JSON (an HTML error page),
-    which `completion_to_message` then names. Reading the JSON ourselves skips building the SDK's
-    response objects, which `completion_to_message` would only turn back into this JSON."""
-    content_type = response.headers.get("content-type", "").split(";", 1)[0].strip()
-    try:
-        return json.loads(response.content)
-    except ValueError:
-        if content_type.endswith("json"):
-            raise  # a JSONDecodeError: the retry layer names it a malformed reply
-        return response.text
-
-
 def _data(obj: Any, what: str) -> dict[str, Any]:
     """The JSON object the SDK read (its objects keep every field as the server sent it)."""
     if isinstance(obj, dict):

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from promptimus.argument_checks import positive_int
 from promptimus.errors import ResponseCacheError
+from promptimus.sqlite_file import SQLiteFile
 
 if TYPE_CHECKING:
     import sqlite3
@@ -92,9 +92,7 @@ class SQLiteCache:
         self.ttl = float(ttl) if ttl is not None else None
         self.busy_timeout = busy_timeout
         self.clock = clock
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
+        self._file = SQLiteFile(self.path, busy_timeout)
         self._create()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -117,36 +115,11 @@ class SQLiteCache:
 
     # --- connections -------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        import sqlite3
-
-        connection = sqlite3.connect(
-            self.path,
-            timeout=self.busy_timeout,
-            isolation_level=None,  # transactions are explicit
-            check_same_thread=False,  # only `close()` touches it from another thread
-        )
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints, safe in WAL
-        with self._lock:
-            self._connections.append(connection)
-        return connection
-
-    def _connection(self) -> sqlite3.Connection:
-        """This thread's connection (a connection is never shared between threads, nor
-        inherited by a forked child)."""
-        local = self._local
-        connection = getattr(local, "connection", None)
-        if connection is None or local.pid != os.getpid():
-            connection = local.connection = self._connect()
-            local.pid = os.getpid()
-        return connection
-
     def _create(self) -> None:
         import sqlite3
 
         try:
-            connection = self._connection()
+            connection = self._file.connection()
             try:  # one transaction, so processes creating the same file at once do not clash
                 connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
             except BaseException:
@@ -162,11 +135,7 @@ class SQLiteCache:
 
     def close(self) -> None:
         """Close every connection (the file stays; a later use reopens it)."""
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for connection in connections:
-            connection.close()
-        self._local = threading.local()
+        self._file.close()
 
     # --- the cache ---------------------------------------------------------------------------
 
@@ -182,21 +151,13 @@ class SQLiteCache:
         takes tens of microseconds); False if another connection holds the write lock."""
         import sqlite3
 
-        connection = None
         try:
-            connection = self._connection()
-            connection.execute("PRAGMA busy_timeout = 0")
-            try:
-                connection.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError:
-                return False
-            finally:
-                connection.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            connection = self._file.begin_now()
         except sqlite3.Error as exc:  # a broken or vanished file: as in `put_sync`, not stored
             log.warning("SQLiteCache %s: write failed (%s); reply not stored", self.path, exc)
-            if connection is not None and connection.in_transaction:
-                connection.execute("ROLLBACK")
             return True
+        if connection is None:
+            return False
         self._commit_write(connection, key, value)
         return True
 
@@ -206,7 +167,7 @@ class SQLiteCache:
 
         try:
             row = (
-                self._connection()
+                self._file.connection()
                 .execute("SELECT value, created FROM promptimus_responses WHERE key = ?", (key,))
                 .fetchone()
             )
@@ -225,8 +186,7 @@ class SQLiteCache:
         import sqlite3
 
         try:
-            connection = self._connection()
-            connection.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for other writers
+            connection = self._file.begin()  # waits up to busy_timeout for other writers
         except sqlite3.Error as exc:
             log.warning("SQLiteCache %s: write failed (%s); reply not stored", self.path, exc)
             return
@@ -286,14 +246,14 @@ class SQLiteCache:
 
     def __len__(self) -> int:
         query = "SELECT COUNT(*) FROM promptimus_responses"
-        (count,) = self._connection().execute(query).fetchone()
+        (count,) = self._file.connection().execute(query).fetchone()
         return int(count)
 
     @property
     def total_bytes(self) -> int:
         """What the stored entries hold (keys plus replies), as counted against ``max_bytes``."""
         (total,) = (
-            self._connection()
+            self._file.connection()
             .execute("SELECT bytes FROM promptimus_cache_total WHERE id = 0")
             .fetchone()
         )
@@ -301,7 +261,7 @@ class SQLiteCache:
 
     def clear(self) -> None:
         """Delete every entry (in this file, for every process using it)."""
-        connection = self._connection()
+        connection = self._file.connection()
         connection.execute("BEGIN IMMEDIATE")
         connection.execute("DELETE FROM promptimus_responses")
         connection.execute("COMMIT")

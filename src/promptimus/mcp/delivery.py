@@ -7,12 +7,17 @@ that run in the calling task's context:
 - `DeliveryWatch`, the session's write stream: the `tools/call` request was handed to the
   transport (from then on the server may have run it);
 - `ConnectWatch`, the HTTP client's transport: the POST could not even connect, so not one
-  byte of it left (the SDK reports that as the same lost connection as a crash mid-call).
+  byte of it left (the SDK reports that as the same lost connection as a crash mid-call);
+- the stdio transport (`stdio_pipe.PipeWriter`) leaves a probe, `unread`: a write can be taken
+  by a pipe whose reader is already on its way out (a killed server's last thread still
+  holds the pipe), and once no reader is left, the pipe itself says whether the request's
+  bytes are still in it, never read.
 """
 
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from typing import Any
 
 import httpx2
@@ -25,17 +30,23 @@ _HTTP_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 class Attempt:
     """One `tools/call` in progress: `sent` once its request is in the transport's hands,
-    `unconnected` if its HTTP POST never connected."""
+    `unconnected` if its HTTP POST never connected, `unread` (set by a transport that can
+    tell) answering True only when the request surely never left the transport for the server.
 
-    __slots__ = ("sent", "unconnected")
+    `maybe_delivered` is read once the call has failed: that is when `unread` can answer."""
+
+    __slots__ = ("sent", "unconnected", "unread")
 
     def __init__(self) -> None:
         self.sent = False
         self.unconnected = False
+        self.unread: Callable[[], bool] | None = None
 
     @property
     def maybe_delivered(self) -> bool:
-        return self.sent and not self.unconnected
+        if not self.sent or self.unconnected:
+            return False
+        return self.unread is None or not self.unread()
 
 
 attempt_var: contextvars.ContextVar[Attempt | None] = contextvars.ContextVar(

@@ -10,6 +10,14 @@ pipe, the server may read them, and a connection lost after that is "outcome unk
 SDK hands each message to a writer task through a memory stream: the hand-off succeeded whether
 or not the write then failed, so the same dead server looked like a connection lost mid-call.)
 
+A pipe may still take a write after the server can no longer read it: a killed server's
+process shows as exited while one of its threads is still releasing its files, so its stdin
+keeps a reader a little longer (on a busy machine, long enough for a call to be written). So
+`send` leaves the attempt a probe: once the pipe has no reader left (poll says `POLLERR`), the
+bytes still unread in it (`FIONREAD`) tell whether the request was ever read; if not, the call
+is sent again like one whose write failed. The probe reads the pipe through a duplicate of our
+end, since asyncio closes its own as soon as it sees the reader go.
+
 Shutdown follows the MCP spec: close stdin, give the server 2 s to exit, then end its process
 group (it was started in a session of its own), every wait bounded and shielded. POSIX only:
 on Windows the toolset uses the SDK's transport.
@@ -17,10 +25,13 @@ on Windows the toolset uses the SDK's transport.
 
 from __future__ import annotations
 
+import array
 import asyncio
 import codecs
 import contextlib
 import logging
+import os
+import select
 from collections.abc import AsyncIterator
 from typing import IO, Any
 
@@ -30,6 +41,8 @@ from mcp import StdioServerParameters
 from mcp.client.stdio import get_default_environment
 from mcp.os.posix.utilities import terminate_posix_process_tree
 from mcp.shared.message import SessionMessage
+
+from .delivery import attempt_var
 
 __all__ = ["PipeWriter", "stdio_pipe"]
 
@@ -45,13 +58,17 @@ class PipeWriter:
     stdin by the sending task. Raises `anyio.BrokenResourceError` when the pipe refused the
     write (nothing of it reached the server); returns once the bytes were handed to the pipe."""
 
-    __slots__ = ("_closed", "_encoding", "_lock", "_stdin")
+    __slots__ = ("_closed", "_encoding", "_final", "_handed", "_lock", "_probe", "_stdin")
 
     def __init__(self, stdin: asyncio.StreamWriter, encoding: str) -> None:
         self._stdin = stdin
         self._encoding = encoding
         self._lock = asyncio.Lock()
         self._closed = False
+        self._handed = 0  # bytes handed to the pipe so far (an upper bound on what entered it)
+        pipe = stdin.transport.get_extra_info("pipe")
+        self._probe: int | None = os.dup(pipe.fileno())
+        self._final: tuple[bool, int] | None = None  # what the probe saw when it was closed
 
     async def send(self, item: SessionMessage, /) -> None:
         if self._closed:
@@ -65,13 +82,49 @@ class PipeWriter:
             stdin.write(data)  # writes at once when nothing is queued; EPIPE closes the pipe
             if stdin.transport.is_closing():
                 raise anyio.BrokenResourceError
+            start = self._handed
+            self._handed += len(data)
+            attempt = attempt_var.get()
+            if attempt is not None:
+                attempt.unread = lambda: self._never_read(start)
             # Taken: a failure past this point may come after the server read the bytes, and
             # the session learns of it as the end of the server's output.
             with contextlib.suppress(ConnectionError, OSError):
                 await stdin.drain()
 
+    def _never_read(self, start: int) -> bool:
+        """Whether the bytes written from offset `start` on were surely never read: the pipe has
+        no reader left and holds at least everything from `start` on, unread."""
+        seen = self._look() if self._probe is not None else self._final
+        if seen is None:
+            return False
+        reader_gone, unread = seen
+        return reader_gone and self._handed - unread <= start
+
+    def _look(self) -> tuple[bool, int] | None:
+        """(no reader left, bytes unread in the pipe), or None if the pipe cannot say."""
+        import fcntl  # POSIX only, as this transport is (the module imports on Windows too)
+        import termios
+
+        assert self._probe is not None
+        try:
+            poll = select.poll()
+            poll.register(self._probe, select.POLLOUT)
+            events = poll.poll(0)
+            count = array.array("i", [0])
+            fcntl.ioctl(self._probe, termios.FIONREAD, count, True)
+        except OSError:
+            return None
+        reader_gone = any(mask & select.POLLERR for _, mask in events)
+        return reader_gone, count[0]
+
     async def aclose(self) -> None:
         self._closed = True
+        if self._probe is not None:
+            # our duplicate must go before stdin is closed, or the server never sees its end
+            self._final = self._look()
+            os.close(self._probe)
+            self._probe = None
 
     async def __aenter__(self) -> PipeWriter:
         return self

@@ -3,8 +3,10 @@
 The request is ``{"model", "query", "documents": [text, ...], "top_n"}`` and the answer
 ``{"results": [{"index": i, "relevance_score": s}, ...]}`` — the shape Cohere, Jina, Voyage, vLLM,
 Infinity and LocalAI share. Results are mapped back to the input hits by ``index``. Requests go
-through the same `OpenAIEndpoint` as chat and embeddings: the official SDK's client (its ``post``
-to a path of the API), the one retry policy, the concurrency cap and the key's redaction.
+through the same `OpenAIEndpoint` as chat and embeddings: the official SDK's client, the one retry
+policy, the concurrency cap and the key's redaction; the body goes out as built and the reply is
+read as JSON (`promptimus.transport.openai_wire`), or, with ``sdk_requests=True``, through the
+SDK's ``client.post`` and its response parsing.
 """
 
 from __future__ import annotations
@@ -17,8 +19,8 @@ from promptimus._compat_seam import CompatMethod, compat_calls
 from promptimus.argument_checks import non_negative_int
 from promptimus.errors import MalformedReply, ProviderConfigError
 from promptimus.transport.concurrency import ConcurrencyLimit
-from promptimus.transport.openai_client import NO_KEY
 from promptimus.transport.openai_endpoint import OpenAIEndpoint
+from promptimus.transport.openai_wire import response_body
 from promptimus.transport.retry import RetryPolicy
 
 if TYPE_CHECKING:
@@ -40,6 +42,9 @@ class OpenAILikeReranker(OpenAIEndpoint):
     - ``call_kwargs`` and ``extra_body`` are merged into every request body (e.g.
       ``{"return_documents": False}``); ``headers`` are sent with every request.
     - ``request_count`` counts the server's answers, errors included.
+    - ``sdk_requests=True`` sends every request through the SDK's ``client.post`` (its request
+      building and response parsing included) instead of posting the JSON as built: for a
+      server or proxy that needs it.
     """
 
     _request_kind = "rerank"
@@ -60,6 +65,7 @@ class OpenAILikeReranker(OpenAIEndpoint):
         call_kwargs: dict[str, Any] | None = None,
         extra_body: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
+        sdk_requests: bool = False,
     ) -> None:
         if not base_url:
             raise ProviderConfigError(
@@ -81,6 +87,7 @@ class OpenAILikeReranker(OpenAIEndpoint):
             api_key_env=api_key_env,
             client_kwargs={"default_headers": headers} if headers else {},
         )
+        self.sdk_requests = sdk_requests
 
     async def rerank(
         self, query: str, hits: list[SearchHit], top_n: int | None = None
@@ -110,15 +117,15 @@ class OpenAILikeReranker(OpenAIEndpoint):
     forward = CompatMethod("retrieval:rerank_result_lists")
 
     async def _post(self, body: dict[str, Any]) -> Any:
-        client = self._factory.get()
-        options: dict[str, Any] = {}
-        if client.api_key == NO_KEY:  # a server that takes no key: send no Authorization
-            from openai import Omit
-
-            options["headers"] = {"Authorization": Omit()}
+        connection = self._factory.connection()
         slot, reservation = await self._admit(0.0)
         try:
-            reply = await client.post("/rerank", cast_to=object, body=body, options=options)
+            if self.sdk_requests:
+                reply = await connection.client.post(
+                    "/rerank", cast_to=object, body=body, options=connection.auth_options
+                )
+            else:
+                reply = response_body(await connection.post_body("/rerank", body))
         except Exception as exc:
             if getattr(exc, "status_code", None) is not None:  # the server answered, with an error
                 with self._lock:

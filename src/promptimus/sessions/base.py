@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
+from typing import Any, ClassVar
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..core.session import check_session_id
@@ -79,3 +80,23 @@ def redacted(text: str, url: str) -> str:
 
 
 Clock = Callable[[], float]
+
+
+class ServerStore:
+    """What the stores reached by URL (PostgreSQL, Redis) share: pickled as their settings, so a
+    worker process opens connections of its own, and named by their URL without its password
+    (in their repr, hence in every error and log line that names them)."""
+
+    _url: str
+    _settings: ClassVar[tuple[str, ...]]  # the keyword arguments besides the URL (attributes)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"url": self._url, **{name: getattr(self, name) for name in self._settings}}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        settings = dict(state)
+        url = settings.pop("url")
+        self.__init__(url, **settings)  # type: ignore[misc]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({redacted_url(self._url)!r})"

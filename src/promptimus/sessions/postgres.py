@@ -31,7 +31,7 @@ from ..errors import (
     SessionStoreFull,
     SessionStoreUnavailable,
 )
-from .base import Clock, StoredTurn, check_limits, check_session_id, redacted, redacted_url
+from .base import Clock, ServerStore, StoredTurn, check_limits, check_session_id, redacted
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -97,7 +97,7 @@ ORDER BY t.seq
 """
 
 
-class PostgresSessionStore:
+class PostgresSessionStore(ServerStore):
     """Conversations in the PostgreSQL database at `url` (`postgresql://user:password@host/db`,
     or a libpq `key=value` string). The password never appears in its repr or its errors.
 
@@ -113,6 +113,8 @@ class PostgresSessionStore:
     its event loop ends may have a maintenance task that ignores the loop's cancellation (a
     psycopg_pool behaviour), and the process then cannot exit.
     """
+
+    _settings = ("max_turns", "ttl", "min_size", "max_size", "timeout", "clock")
 
     def __init__(
         self,
@@ -138,25 +140,6 @@ class PostgresSessionStore:
         self._opening: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
             weakref.WeakKeyDictionary()
         )
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled as its settings: a worker process opens pools of its own."""
-        return {
-            "url": self._url,
-            "max_turns": self.max_turns,
-            "ttl": self.ttl,
-            "min_size": self.min_size,
-            "max_size": self.max_size,
-            "timeout": self.timeout,
-            "clock": self.clock,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        url = state.pop("url")
-        self.__init__(url, **state)  # type: ignore[misc]
-
-    def __repr__(self) -> str:
-        return f"PostgresSessionStore({redacted_url(self._url)!r})"
 
     # --- conversations -----------------------------------------------------------------------
 

@@ -29,7 +29,7 @@ from ..errors import (
     SessionStoreFull,
     SessionStoreUnavailable,
 )
-from .base import Clock, StoredTurn, check_limits, check_session_id, redacted, redacted_url
+from .base import Clock, ServerStore, StoredTurn, check_limits, check_session_id, redacted
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -70,7 +70,7 @@ class _Client:
         self.append = append
 
 
-class RedisSessionStore:
+class RedisSessionStore(ServerStore):
     """Conversations in the Redis database at `url` (`redis://[:password@]host:port/db`,
     `rediss://` for TLS). The password never appears in its repr or its errors.
 
@@ -81,6 +81,8 @@ class RedisSessionStore:
     - `timeout`: seconds to connect and to wait for an answer before `SessionStoreUnavailable`.
     - `clock`: the time in seconds (`time.time`) used for the index of last writes.
     """
+
+    _settings = ("max_turns", "ttl", "prefix", "timeout", "clock")
 
     def __init__(
         self,
@@ -101,24 +103,6 @@ class RedisSessionStore:
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Client] = (
             weakref.WeakKeyDictionary()
         )
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled as its settings: a worker process opens connections of its own."""
-        return {
-            "url": self._url,
-            "max_turns": self.max_turns,
-            "ttl": self.ttl,
-            "prefix": self.prefix,
-            "timeout": self.timeout,
-            "clock": self.clock,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        url = state.pop("url")
-        self.__init__(url, **state)  # type: ignore[misc]
-
-    def __repr__(self) -> str:
-        return f"RedisSessionStore({redacted_url(self._url)!r})"
 
     # --- keys --------------------------------------------------------------------------------
 

@@ -19,7 +19,6 @@ import asyncio
 import logging
 import math
 import os
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +30,7 @@ from ..errors import (
     SessionStoreFull,
     SessionStoreUnavailable,
 )
+from ..sqlite_file import BUSY_CODES, SQLiteFile
 from .base import Clock, StoredTurn, check_limits, check_session_id
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ CREATE TABLE IF NOT EXISTS promptimus_resumed_runs (id TEXT PRIMARY KEY);
 """
 
 # sqlite3 result codes (the low byte of `sqlite_errorcode`)
-_BUSY, _LOCKED, _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 5, 6, 8, 11, 13, 14, 26
+_READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 8, 11, 13, 14, 26
 
 
 class SQLiteSessionStore:
@@ -90,9 +90,7 @@ class SQLiteSessionStore:
         self.path = Path(path)
         self.busy_timeout = busy_timeout
         self.clock = clock
-        self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
-        self._lock = threading.Lock()
+        self._file = SQLiteFile(self.path, busy_timeout)
         self._create()
 
     def __getstate__(self) -> dict[str, Any]:
@@ -232,34 +230,6 @@ class SQLiteSessionStore:
 
     # --- connections -------------------------------------------------------------------------
 
-    def _connect(self) -> sqlite3.Connection:
-        import sqlite3
-
-        db = sqlite3.connect(
-            self.path,
-            timeout=self.busy_timeout,
-            isolation_level=None,  # transactions are explicit
-            check_same_thread=False,  # only `aclose()` touches it from another thread
-        )
-        try:
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints, safe in WAL
-        except BaseException:
-            db.close()
-            raise
-        with self._lock:
-            self._connections.append(db)
-        return db
-
-    def _connection(self) -> sqlite3.Connection:
-        """This thread's connection (never shared between threads, nor inherited by a fork)."""
-        local = self._local
-        db = getattr(local, "db", None)
-        if db is None or local.pid != os.getpid():
-            db = local.db = self._connect()
-            local.pid = os.getpid()
-        return db
-
     def _create(self) -> None:
         def create(db: sqlite3.Connection) -> None:
             for statement in _SCHEMA.split(";"):
@@ -272,7 +242,7 @@ class SQLiteSessionStore:
         import sqlite3
 
         try:
-            return self._connection().execute(query, parameters).fetchall()
+            return self._file.connection().execute(query, parameters).fetchall()
         except sqlite3.Error as exc:
             raise self._error(exc, "read") from None
 
@@ -282,26 +252,18 @@ class SQLiteSessionStore:
         import sqlite3
 
         try:
-            db = self._connection()
-            db.execute("PRAGMA busy_timeout = 0")
-            try:
-                db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                if exc.sqlite_errorcode & 0xFF not in (_BUSY, _LOCKED):
-                    raise
-                return await asyncio.to_thread(self._write_sync, body)
-            finally:
-                db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
+            db = self._file.begin_now()
         except sqlite3.Error as exc:
             raise self._error(exc, "write") from None
+        if db is None:
+            return await asyncio.to_thread(self._write_sync, body)
         return self._finish(db, body)
 
     def _write_sync(self, body: Callable[[sqlite3.Connection], T]) -> T:
         import sqlite3
 
         try:
-            db = self._connection()
-            db.execute("BEGIN IMMEDIATE")  # waits up to busy_timeout for other writers
+            db = self._file.begin()  # waits up to busy_timeout for other writers
         except sqlite3.Error as exc:
             raise self._error(exc, "write") from None
         return self._finish(db, body)
@@ -335,7 +297,7 @@ class SQLiteSessionStore:
                 f"{where}: the file is not a readable SQLite database ({exc}). Restore it from a "
                 "backup or point the store at a new file."
             )
-        if code in (_BUSY, _LOCKED):
+        if code in BUSY_CODES:
             return SessionStoreUnavailable(
                 f"{where}: another connection held the file for longer than busy_timeout="
                 f"{self.busy_timeout:g}s ({exc}). Raise busy_timeout or find the stuck writer."
@@ -358,8 +320,4 @@ class SQLiteSessionStore:
 
     def close(self) -> None:
         """Close every connection (the file stays; a later use reopens it)."""
-        with self._lock:
-            connections, self._connections = self._connections, []
-        for db in connections:
-            db.close()
-        self._local = threading.local()
+        self._file.close()

@@ -295,7 +295,9 @@ class FakeOpenAIServer:
                 bad_json = True
         if self.record:
             self.requests.append(
-                RecordedRequest(request.method, request.path, request.headers, body, request.query)
+                RecordedRequest(
+                    request.method, request.path, request.headers, body, request.query, request.body
+                )
             )
         if self.require_auth and request.headers.get("authorization") != f"Bearer {self.api_key}":
             await _send_error(conn, 401, "fake server: missing or wrong API key")

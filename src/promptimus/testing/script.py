@@ -260,13 +260,15 @@ class ResponseFormatRejection:
 
 @dataclass(slots=True)
 class RecordedRequest:
-    """One request as the server received it. ``json`` is None when the body was not JSON."""
+    """One request as the server received it. ``json`` is None when the body was not JSON;
+    ``body`` is the body's bytes as sent."""
 
     method: str
     path: str
     headers: dict[str, str]
     json: Any = None
     query: str = ""
+    body: bytes = b""
 
 
 Responder = Callable[[dict[str, Any]], Any | Awaitable[Any]]

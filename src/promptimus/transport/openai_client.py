@@ -2,7 +2,8 @@
 
 The client is built on first use (so ``import promptimus`` never imports ``openai``), with the SDK's
 own retries off (``RetryPolicy`` is the one retry layer), and one per event loop because pooled
-HTTP connections cannot cross loops.
+HTTP connections cannot cross loops. Each loop's client comes in an `OpenAIConnection`, which
+sends request bodies without the SDK's per-call transform (see `promptimus.transport.openai_wire`).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 from typing import TYPE_CHECKING, Any
 
 from promptimus.errors import ProviderConfigError
+from promptimus.transport.openai_wire import STATIC_CLIENT_OPTIONS, OpenAIConnection
 from promptimus.transport.per_loop import PerLoop
 
 if TYPE_CHECKING:
@@ -58,7 +60,7 @@ class OpenAIClientFactory:
         self.base_url = base_url
         self.timeout = timeout
         self.client_kwargs = dict(client_kwargs or {})
-        self._clients: PerLoop[AsyncOpenAI] = PerLoop(self._build)
+        self._clients: PerLoop[OpenAIConnection] = PerLoop(self._build)
 
     def _find_key(self) -> str | None:
         if self._api_key:
@@ -85,7 +87,7 @@ class OpenAIClientFactory:
         key = self._find_key()
         return (key,) if key else ()
 
-    def _build(self) -> AsyncOpenAI:
+    def _build(self) -> OpenAIConnection:
         key = self.api_key()
         from openai import AsyncOpenAI
 
@@ -103,11 +105,20 @@ class OpenAIClientFactory:
             from openai import DefaultAsyncHttpxClient
 
             kwargs["http_client"] = DefaultAsyncHttpxClient()
-        return AsyncOpenAI(**kwargs)
+        # a request built once may be reused only if nothing makes the SDK build it differently
+        direct = isinstance(key, str) and self.client_kwargs.keys() <= STATIC_CLIENT_OPTIONS
+        sent = self.key_required or self._find_key() is not None  # not the placeholder
+        return OpenAIConnection(
+            AsyncOpenAI(**kwargs), kwargs["http_client"], direct=direct, send_key=sent
+        )
+
+    def connection(self) -> OpenAIConnection:
+        """The client of the running event loop (created on first use), with its HTTP client."""
+        return self._clients.get()
 
     def get(self) -> AsyncOpenAI:
-        """The client for the running event loop (created on first use)."""
-        return self._clients.get()
+        """The SDK client for the running event loop (created on first use)."""
+        return self._clients.get().client
 
     def __repr__(self) -> str:
         return f"OpenAIClientFactory(base_url={self.base_url!r})"

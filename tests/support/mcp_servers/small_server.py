@@ -6,8 +6,11 @@ Over stdio: `python small_server.py`; over streamable HTTP: `... small_server.py
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
 import os
 import struct
+import subprocess
 import sys
 import zlib
 
@@ -82,6 +85,34 @@ async def shrink(ctx: Context) -> str:
 def pid() -> int:
     """The server's process id (so a test can end it from outside)."""
     return os.getpid()
+
+
+@server.tool()
+def hold_pipes() -> int:
+    """Start a process that holds this server's pipes open without reading them until bytes
+    arrive on its stdin, then exits (a server killed while something still holds its pipes,
+    as its own last thread does for a moment); return that process's id."""
+    pipes, inbound = [], []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        with contextlib.suppress(OSError):
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                pipes.append(fd)
+                if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY:
+                    inbound.append(fd)
+    watch = (
+        "import select, sys\n"
+        "poll = select.poll()\n"
+        "for fd in sys.argv[1:]: poll.register(int(fd), select.POLLIN)\n"
+        "poll.poll(120_000)\n"
+    )
+    holder = subprocess.Popen(
+        [sys.executable, "-c", watch, *map(str, inbound)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        pass_fds=pipes,
+    )
+    return holder.pid
 
 
 @server.tool()
