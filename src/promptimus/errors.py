@@ -494,7 +494,7 @@ class ReactParseError(PromptimusError):
 class MaxIterExceeded(PromptimusError):
     """An agent used up its step budget without producing a final answer."""
 
-    def __init__(self, message: str, messages: list | None = None) -> None:
+    def __init__(self, message: str, messages: list[Any] | None = None) -> None:
         super().__init__(message)
         self.messages = list(messages or [])
 

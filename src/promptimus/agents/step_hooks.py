@@ -104,13 +104,14 @@ def _hook_name(hook: Any) -> str:
     return getattr(hook, "__qualname__", None) or type(hook).__name__
 
 
-def _checked(hook: Any, update: Any) -> StepUpdate | None:
-    if update is None or isinstance(update, StepUpdate):
-        if update is not None:
-            if update.messages is not None and not isinstance(update.messages, list | tuple):
-                # read an iterable once (a generator would be used up by the check below)
-                update = dataclasses.replace(update, messages=list(update.messages))
-            _check_fields(hook, update)
+def _checked(hook: Any, update: object) -> StepUpdate | None:
+    if update is None:
+        return None
+    if isinstance(update, StepUpdate):
+        if update.messages is not None and not isinstance(update.messages, list | tuple):
+            # read an iterable once (a generator would be used up by the check below)
+            update = dataclasses.replace(update, messages=list(update.messages))
+        _check_fields(hook, update)
         return update
     raise InvalidArgument(
         f"The step hook {_hook_name(hook)!r} returned {type(update).__name__}; return a "

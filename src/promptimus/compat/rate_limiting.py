@@ -29,7 +29,7 @@ class _DeclaredRetries(RetryPolicy):
         super().__init__(**kwargs)
         self.retry_errors = retry_errors
 
-    def classify(self, exc: BaseException) -> Failure | None:  # type: ignore[override]
+    def classify(self, exc: BaseException) -> Failure | None:
         if self.retry_errors and isinstance(exc, self.retry_errors):
             return Failure(True, f"{type(exc).__name__}: {exc}")
         return classify(exc)

@@ -16,7 +16,7 @@ from abc import ABC, abstractmethod
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple, Self
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Self, overload
 
 from .._compat_seam import CompatMethod, compat_names
 from ..checkpoint import (
@@ -122,6 +122,10 @@ class Module(ABC):
 
     _parameters: dict[str, Parameter[Any]]
     _submodules: dict[str, Module]
+    _owners: list[tuple[weakref.ref[Module], str]]
+    _providers: dict[str, Any]
+    _forward_pre_hooks: dict[int, Callable[..., Any]]
+    _forward_hooks: dict[int, Callable[..., Any]]
 
     def __init__(self) -> None:
         object.__setattr__(self, "_parameters", {})
@@ -211,14 +215,10 @@ class Module(ABC):
             if old is value:
                 return
             if isinstance(value, Parameter) == isinstance(old, Parameter):
+                # the dict assignment below keeps the name's position: replacing is not re-ordering
                 self._detach_member(name)
-                # dict assignment keeps the name's position: replacing is not re-ordering
-                (self._parameters if isinstance(value, Parameter) else self._submodules)[name] = (
-                    value  # type: ignore[assignment]
-                )
-                value._attach(self, name)
-                return
-            self._unregister(name)
+            else:
+                self._unregister(name)
         if isinstance(value, Parameter):
             self._parameters[name] = value
         else:
@@ -228,6 +228,10 @@ class Module(ABC):
     def _member(self, name: str) -> Parameter[Any] | Module | None:
         param = self._parameters.get(name)
         return param if param is not None else self._submodules.get(name)
+
+    def _members(self) -> Iterator[tuple[str, Parameter[Any] | Module]]:
+        yield from self._parameters.items()
+        yield from self._submodules.items()
 
     def _detach_member(self, name: str) -> None:
         member = self._member(name)
@@ -290,7 +294,7 @@ class Module(ABC):
             else:
                 value = copy.deepcopy(value, memo)
             object.__setattr__(clone, key, value)
-        for name, member in (*clone._parameters.items(), *clone._submodules.items()):
+        for name, member in clone._members():
             member._attach(clone, name)
         return clone
 
@@ -315,7 +319,7 @@ class Module(ABC):
         for key, value in state.items():
             object.__setattr__(self, key, value)
         object.__setattr__(self, "_owners", owners)
-        for name, member in (*self._parameters.items(), *self._submodules.items()):
+        for name, member in self._members():
             member._attach(self, name)
 
     def _live_owners(self) -> Iterator[Module]:
@@ -407,6 +411,17 @@ class Module(ABC):
         self._providers[kind] = provider
         return self
 
+    @overload
+    def _resolve_provider(self, kind: Literal["llm"]) -> LLMProtocol: ...
+    @overload
+    def _resolve_provider(self, kind: Literal["embedder"]) -> EmbedderProtocol: ...
+    @overload
+    def _resolve_provider(self, kind: Literal["vector_store"]) -> VectorStoreProtocol: ...
+    @overload
+    def _resolve_provider(self, kind: Literal["reranker"]) -> RerankerProtocol: ...
+    @overload
+    def _resolve_provider(self, kind: str) -> object: ...
+
     def _resolve_provider(self, kind: str) -> Any:
         todo: deque[Module] = deque([self])
         seen: set[int] = set()
@@ -443,19 +458,19 @@ class Module(ABC):
 
     @property
     def llm(self) -> LLMProtocol:
-        return self._resolve_provider("llm")  # type: ignore[no-any-return]
+        return self._resolve_provider("llm")
 
     @property
     def embedder(self) -> EmbedderProtocol:
-        return self._resolve_provider("embedder")  # type: ignore[no-any-return]
+        return self._resolve_provider("embedder")
 
     @property
     def vector_store(self) -> VectorStoreProtocol:
-        return self._resolve_provider("vector_store")  # type: ignore[no-any-return]
+        return self._resolve_provider("vector_store")
 
     @property
     def reranker(self) -> RerankerProtocol:
-        return self._resolve_provider("reranker")  # type: ignore[no-any-return]
+        return self._resolve_provider("reranker")
 
     def has_provider(self, kind: str) -> bool:
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import weakref
+from collections.abc import Sequence
 from typing import Any, Generic, Protocol, TypeAlias, TypeVar
 
 from ..checkpoint.values import UNSET, check_value, copy_value, value_digest
@@ -32,7 +33,10 @@ class Owner(Protocol):
     def path(self) -> str: ...
 
 
-def owner_path(owners: list[tuple[weakref.ref[Owner], str]]) -> str:
+OwnerT = TypeVar("OwnerT", bound=Owner)
+
+
+def owner_path(owners: Sequence[tuple[weakref.ref[OwnerT], str]]) -> str:
     """The path of a member registered under `owners`: the last live owner's path + its name."""
     for owner_ref, name in reversed(owners):
         owner = owner_ref()

@@ -26,7 +26,7 @@ import contextlib
 import contextvars
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from ..errors import InvalidArgument, InvalidSessionId, SessionStateError
 from .stored_conversation import StoredConversation, Turn, stored_conversation
@@ -123,7 +123,7 @@ class Session:
         log = self._log
         if log is None:
             try:
-                return self._state[owner]  # type: ignore[no-any-return]
+                return cast(T, self._state[owner])
             except KeyError:
                 value = factory()
                 self._state[owner] = value
@@ -135,15 +135,13 @@ class Session:
             )
         turn = _turn.get()
         if turn is not None and turn.belongs_to(log):
-            return turn.value(key, owner, factory)  # type: ignore[no-any-return]
+            return cast(T, turn.value(key, owner, factory))
         if not log.loaded:
             raise SessionStateError(
                 f"{self!r} has not read its conversation from {log.store!r} yet: "
                 "`await session.load()` first, or read it inside a module call."
             )
-        return log.base(key, owner, factory).fork(  # type: ignore[no-any-return]
-            _changed_outside_a_turn
-        )
+        return cast(T, log.base(key, owner, factory).fork(_changed_outside_a_turn))
 
     async def load(self) -> Session:
         """Catch up with the store now (a module call does it at the start of every turn)."""

@@ -33,12 +33,12 @@ _INTERNAL = frozenset({"_parameters", "_submodules", "_owners", "_providers"})
 def _dumps(value: Any) -> bytes:
     from ray import cloudpickle
 
-    class Pickler(cloudpickle.Pickler):  # type: ignore[misc, name-defined]
+    class Pickler(cloudpickle.Pickler):
         def reducer_override(self, obj: Any) -> Any:
             if isinstance(obj, types.FunctionType) and getattr(
                 obj, "__promptimus_wrapped__", False
             ):
-                return _wrap_forward, (obj.__wrapped__,)
+                return _wrap_forward, (obj.__wrapped__,)  # type: ignore[attr-defined]
             return super().reducer_override(obj)
 
     buffer = io.BytesIO()

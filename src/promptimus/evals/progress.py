@@ -47,7 +47,7 @@ def _visible() -> bool:
             return True
     shell = sys.modules.get("IPython")
     with contextlib.suppress(Exception):
-        ipython = shell.get_ipython() if shell is not None else None  # type: ignore[attr-defined]
+        ipython = shell.get_ipython() if shell is not None else None
         return ipython is not None and "IPKernelApp" in ipython.config
     return False
 

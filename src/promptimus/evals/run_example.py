@@ -62,7 +62,8 @@ async def run_example(
             return EvalRow(example, output, 0.0, error, error, latency, usage)
         finally:
             metric_usage.add(judged)
-    return EvalRow(example, output, score.value, score.feedback, None, latency, usage)
+    # Score stores a None feedback as ""; `or` tells the checker so
+    return EvalRow(example, output, score.value, score.feedback or "", None, latency, usage)
 
 
 async def run_examples(

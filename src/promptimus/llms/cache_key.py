@@ -29,7 +29,8 @@ KEY_VERSION = "promptimus-response-cache/1"
 """Part of every key: a change in what a key covers gets a new version, so old entries miss."""
 
 _TRANSPORT_OPTIONS = frozenset({"stream", "stream_options", "timeout", "extra_headers"})
-_REPLY_METADATA = frozenset({"usage", "finish_reason", "model_name"})
+# a set, not a frozenset: the type pydantic's `exclude=` declares (read only all the same)
+_REPLY_METADATA: set[str] = {"usage", "finish_reason", "model_name"}
 
 
 def provider_identity(llm: Any) -> Any:

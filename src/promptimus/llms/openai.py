@@ -31,7 +31,8 @@ from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
 from promptimus.transport.openai_wire import response_body, unknown_options
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.request_text import check_request_text
-from promptimus.transport.retry import RetryPolicy, chained, classify, redact_secrets
+from promptimus.transport.retry import RetryPolicy, chained, classify
+from promptimus.transport.secret_scrub import redact_secrets
 
 log = logging.getLogger("promptimus.llms")
 
@@ -254,7 +255,8 @@ class OpenAILike(OpenAIEndpoint):
             stream = await self._start_stream(params)
             try:
                 chunks = stream.__aiter__()
-                held, received = [], MessageAccumulator()
+                held: list[MessageDelta] = []
+                received = MessageAccumulator()
                 while not held or not _says_something(held[-1]):
                     chunk = await anext(chunks, _END)
                     if chunk is _END:

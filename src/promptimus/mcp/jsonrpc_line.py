@@ -22,8 +22,9 @@ characters, where clients write it), and `null` otherwise, as JSON-RPC 2.0 says.
 from __future__ import annotations
 
 import json
+import json.decoder
 import re
-from json.decoder import scanstring
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import mcp_types as types
@@ -36,6 +37,10 @@ SALVAGE_CHARS = 64 * 1024
 """How far into a line that cannot be decoded its id is looked for."""
 
 _MAX_ID_DIGITS = 4300
+
+# json's own string scanner (its C one where built): the stubs do not declare it
+_Scan = Callable[[str, int], tuple[str, int]]
+scanstring: _Scan = json.decoder.scanstring  # type: ignore[attr-defined]
 
 
 class Refusal(NamedTuple):

@@ -245,7 +245,8 @@ def _unchecked(uri: str) -> referencing.Resource[Any]:
     return referencing.jsonschema.DRAFT202012.create_resource({})
 
 
-_OFFLINE: referencing.Registry[Any] = referencing.Registry(retrieve=_unchecked)
+# `retrieve` is the public alias of an attrs field, which the checker's attrs support misses
+_OFFLINE: referencing.Registry[Any] = referencing.Registry(retrieve=_unchecked)  # type: ignore[call-arg]
 """A `$ref` in a server's schema is never fetched: otherwise a server could make its client
 reach any host it names (jsonschema still fetches remote references by default, with no
 timeout), and wait on it. A `$ref` to an outside document accepts anything; only one pointing
@@ -255,7 +256,7 @@ unchecked."""
 
 _NEWEST: Any = jsonschema.Draft202012Validator
 
-_SAME_DRAFT = {
+_SAME_DRAFT: dict[type[Any], str] = {
     jsonschema.Draft4Validator: "Draft4Validator",
     jsonschema.Draft6Validator: "Draft6Validator",
     jsonschema.Draft7Validator: "Draft7Validator",
@@ -282,7 +283,7 @@ def _fast_check(
         return None
     if validator is None:
         validator = jsonschema.validators.validator_for(schema, default=_NEWEST)
-    draft = _SAME_DRAFT.get(validator)  # type: ignore[arg-type]
+    draft = _SAME_DRAFT.get(validator)
     if draft is None:
         return None
     try:

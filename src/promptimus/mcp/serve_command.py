@@ -7,7 +7,7 @@ import argparse
 import importlib.util
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from ..errors import MCPError
 
@@ -44,6 +44,6 @@ def run_serve(args: argparse.Namespace) -> int:
     target = load_object(args.target)
     from .serve import serve
 
-    transport = "http" if args.http else "stdio"
+    transport: Literal["stdio", "http"] = "http" if args.http else "stdio"
     serve(target, name=args.name, transport=transport, host=args.host, port=args.port)
     return 0

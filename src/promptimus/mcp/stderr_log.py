@@ -11,7 +11,7 @@ import collections
 import logging
 import os
 import threading
-from typing import IO
+from typing import TextIO
 
 logger = logging.getLogger("promptimus.mcp.server_stderr")
 
@@ -24,7 +24,7 @@ class StderrLog:
     def __init__(self, server: str) -> None:
         self.server = server
         read_fd, write_fd = os.pipe()
-        self.writer: IO[str] = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
+        self.writer: TextIO = os.fdopen(write_fd, "w", encoding="utf-8", errors="replace")
         self._reader = os.fdopen(read_fd, encoding="utf-8", errors="replace")
         self._tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
         self._lock = threading.Lock()

@@ -170,7 +170,7 @@ class LLMReranker(Module):
     async def rerank(
         self, query: str, hits: list[SearchHit], top_n: int | None = None
     ) -> list[SearchHit]:
-        return await self.forward(query, hits, top_n)  # type: ignore[no-any-return]
+        return await self.forward(query, hits, top_n)
 
     async def forward(
         self, query: str, hits: list[SearchHit], top_n: int | None = None

@@ -85,13 +85,12 @@ class RAGModule(Module):
                 raise InvalidArgument(
                     "RAGModule: pass text_store to the RetrievalModule you give as retrieval="
                 )
-            for provider, setter in (
-                (vector_store, retrieval.with_vector_store),
-                (embedder, retrieval.with_embedder),
-                (reranker, retrieval.with_reranker),
-            ):
-                if provider is not None:
-                    setter(provider)  # type: ignore[operator]
+            if vector_store is not None:
+                retrieval.with_vector_store(vector_store)
+            if embedder is not None:
+                retrieval.with_embedder(embedder)
+            if reranker is not None:
+                retrieval.with_reranker(reranker)
         self.retrieval = retrieval
         self.memory_module = MemoryModule(memory_size, shared_memory, system_prompt)
         self.query_template = Parameter(query_template)

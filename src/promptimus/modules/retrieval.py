@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from .._compat_seam import compat_calls, compat_function
@@ -21,7 +21,9 @@ if TYPE_CHECKING:
 
 __all__ = ["RetrievalModule", "document_id"]
 
-_rerank_unfused = compat_function("retrieval:rerank_unfused")
+_rerank_unfused: Callable[..., Awaitable[list[SearchHit]]] = compat_function(
+    "retrieval:rerank_unfused"
+)
 
 
 def document_id(document: str) -> str:

@@ -45,6 +45,15 @@ class BasePrompt(Module):
         """Compute what this call needs (`ctx`: the run so far; None outside a run)."""
 
     @abstractmethod
+    async def forward(
+        self,
+        history: list[Message] | None = None,
+        provider_kwargs: dict[str, Any] | None = None,
+        **variables: Any,
+    ) -> Message:
+        """Call the LLM with the rendered messages followed by `history`; returns its reply."""
+
+    @abstractmethod
     def check_variables(self, variables: Mapping[str, Any]) -> None:
         """Raise `PromptFormatError` if rendering with `variables` would (naming what is
         missing), computing nothing else."""

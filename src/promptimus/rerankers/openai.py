@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from promptimus._compat_seam import CompatMethod, compat_calls
 from promptimus.argument_checks import non_negative_int
@@ -24,6 +24,8 @@ from promptimus.transport.openai_wire import response_body
 from promptimus.transport.retry import RetryPolicy
 
 if TYPE_CHECKING:
+    from openai import RequestOptions
+
     from promptimus.dto import SearchHit
 
 __all__ = ["OpenAILikeReranker"]
@@ -122,7 +124,10 @@ class OpenAILikeReranker(OpenAIEndpoint):
         try:
             if self.sdk_requests:
                 reply = await connection.client.post(
-                    "/rerank", cast_to=object, body=body, options=connection.auth_options
+                    "/rerank",
+                    cast_to=object,
+                    body=body,
+                    options=cast("RequestOptions", connection.auth_options),
                 )
             else:
                 reply = response_body(await connection.post_body("/rerank", body))

@@ -133,7 +133,8 @@ class RedisSessionStore(ServerStore):
     async def append_turn(self, session_id: str, payload: str) -> int:
         turns_key, counter_key = self._keys(session_id)
         ttl_ms = 0 if self.ttl is None else max(1, round(self.ttl * 1000))
-        arguments = [payload, round(self.clock() * 1000), ttl_ms, self.max_turns or 0, session_id]
+        now_ms = round(self.clock() * 1000)
+        arguments: list[str | int] = [payload, now_ms, ttl_ms, self.max_turns or 0, session_id]
         keys = [turns_key, counter_key, self._index]
         seq = await self._run(lambda c: c.append(keys=keys, args=arguments), "write")
         return int(seq)

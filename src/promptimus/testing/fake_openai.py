@@ -553,7 +553,9 @@ _CUT_BODY = json.dumps(
 
 def _is_finish(chunk: dict[str, Any]) -> bool:
     choices = chunk.get("choices")
-    return bool(choices) and choices[0].get("finish_reason") is not None
+    if not choices:
+        return False
+    return choices[0].get("finish_reason") is not None
 
 
 def _model(name: str) -> dict[str, Any]:

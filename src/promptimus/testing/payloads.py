@@ -318,8 +318,9 @@ def embeddings_response(
 def _document_text(document: Any) -> str:
     if isinstance(document, str):
         return document
-    if isinstance(document, dict) and isinstance(document.get("text"), str):
-        return document["text"]
+    text = document.get("text") if isinstance(document, dict) else None
+    if isinstance(text, str):
+        return text
     raise BadRequest('each document must be a string or {"text": string}')
 
 

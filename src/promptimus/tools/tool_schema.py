@@ -332,7 +332,7 @@ def _rebuild_schema(
 ) -> FunctionSchema:
     if not isinstance(model, type):
         name, config, fields = model
-        model = create_model(name, __config__=ConfigDict(**config), **fields)
+        model = create_model(name, __config__=config, **fields)
     return FunctionSchema(summary, parameters, model, args, context_params)
 
 
@@ -438,8 +438,8 @@ def _argument(param: inspect.Parameter, documented: str | None) -> tuple[ArgSpec
     )
     if description is None and not has_description:
         description = documented
-    field_type = Annotated[(base, *metadata)] if metadata else base  # type: ignore[valid-type]
-    extra = {"description": description} if description is not None else {}
+    field_type = Annotated[(base, *metadata)] if metadata else base
+    extra: dict[str, Any] = {"description": description} if description is not None else {}
     info: Any
     if default_info is not None:
         info = FieldInfo.merge_field_infos(default_info, Field(alias=param.name, **extra))
@@ -458,7 +458,7 @@ def _argument(param: inspect.Parameter, documented: str | None) -> tuple[ArgSpec
 def _argument_model(tool: str, fields: dict[str, Any]) -> tuple[type[BaseModel], dict[str, Any]]:
     """The pydantic model of a tool's arguments and its raw JSON schema."""
     try:
-        model = create_model(  # type: ignore[call-overload]
+        model = create_model(
             _model_name(tool) + "Arguments",
             __config__=ConfigDict(extra="forbid", arbitrary_types_allowed=False),
             **fields,
@@ -481,9 +481,9 @@ def _argument_model(tool: str, fields: dict[str, Any]) -> tuple[type[BaseModel],
 def _caller_locals() -> dict[str, Any]:
     """Locals of the nearest frame outside promptimus: where a tool is usually created, and where
     types defined inside a function (tests, factories) can be found."""
-    frame = sys._getframe(1)
+    frame: types.FrameType | None = sys._getframe(1)
     while frame is not None and str(frame.f_globals.get("__name__", "")).startswith("promptimus"):
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return dict(frame.f_locals) if frame is not None else {}
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class EventStream:
         await self._chunks.aclose()
         await self.response.aclose()
 
-    async def _read(self) -> AsyncIterator[Any]:
+    async def _read(self) -> AsyncGenerator[Any, None]:
         response = self.response
         errors = self._errors
         decoder = SSEDecoder()

@@ -33,13 +33,13 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import date
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from promptimus.transport.event_stream import EventStream
 from promptimus.transport.sdk_errors import SDKErrors
 
 if TYPE_CHECKING:
-    from openai import AsyncOpenAI
+    from openai import AsyncOpenAI, RequestOptions
 
 __all__ = [
     "STATIC_CLIENT_OPTIONS",
@@ -221,7 +221,7 @@ class OpenAIConnection:
             path,
             cast_to=self._response,
             body=body,
-            options=self._merged(options) if options else self._options,
+            options=cast("RequestOptions", self._merged(options) if options else self._options),
             stream=stream,
         )
         if options is None and self.direct:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from promptimus.argument_checks import non_negative_int
 from promptimus.dto.search_hit import Metadata, SearchHit
@@ -203,7 +203,7 @@ def _check_scalar(value: Any, path: str) -> None:
         raise InvalidFilter(f"{path} is not a usable value: {problem}.")
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, cast
 
 from promptimus.errors import InvalidArgument, InvalidEmbedding
 
@@ -141,7 +141,8 @@ def check_embeddings(embeddings: Any, dimensions: int | None = None) -> int | No
         raise InvalidEmbedding(
             f"embeddings must be a list of vectors, got {type(embeddings).__name__}."
         )
-    for i, embedding in enumerate(embeddings):
+    # a Sequence or a numpy array, as checked above (a dynamic type tuple the checker cannot read)
+    for i, embedding in enumerate(cast(Iterable[Any], embeddings)):
         length = check_embedding(embedding, dimensions, f"embeddings[{i}]")
         if dimensions is None:
             dimensions = length
