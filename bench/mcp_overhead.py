@@ -1,5 +1,6 @@
 """Per-call overhead of an MCP tool call through `MCPToolset` against the raw `mcp` client
-session, on the same server process and the same session (stdio, tests/mcp_servers/small_server.py).
+session, on the same server process and the same session (stdio,
+tests/support/mcp_servers/small_server.py).
 
     uv run python bench/mcp_overhead.py [--calls 50] [--rounds 60]
 
@@ -23,7 +24,7 @@ from pathlib import Path
 
 from promptimus.mcp import MCPToolset
 
-SERVER = str(Path(__file__).parent.parent / "tests" / "mcp_servers" / "small_server.py")
+SERVER = str(Path(__file__).parent.parent / "tests" / "support" / "mcp_servers" / "small_server.py")
 
 
 async def main(calls: int, rounds: int) -> None:

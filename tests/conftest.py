@@ -38,7 +38,7 @@ def exporter() -> Iterator[Any]:
     provider.shutdown()
 
 
-# --- real database servers (see tests/servers.py): one of each per test run ------------------
+# --- real database servers (see tests/support/servers.py): one of each per test run ----------
 
 
 @pytest.fixture(scope="session")
@@ -82,8 +82,8 @@ def redis_url(redis_server: Any) -> str:
 
 @pytest.fixture(params=["sqlite", "postgres", "redis"])
 def backend(request: pytest.FixtureRequest, tmp_path: Any) -> Any:
-    """One session store kind per run of the test (tests/store_backends.py), on a fresh file or
-    database."""
+    """One session store kind per run of the test (tests/support/store_backends.py), on a fresh
+    file or database."""
     from store_backends import Backend
 
     kind = request.param

@@ -9,8 +9,8 @@ Two vocabularies, side by side on the same spans:
 
 The names are written out here (not imported from `openinference-semantic-conventions`) so that
 `promptimus.tracing` needs only `opentelemetry-api`. Bump the versions below together with any
-name that changes; `tests/test_tracing_conventions.py` checks the names against the installed
-`openinference-semantic-conventions` package.
+name that changes; `tests/tracing/test_tracing_conventions.py` checks the names against the
+installed `openinference-semantic-conventions` package.
 """
 
 from __future__ import annotations
