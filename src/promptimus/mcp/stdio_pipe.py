@@ -133,9 +133,15 @@ class PipeWriter:
         return reader_gone, count[0]
 
     async def aclose(self) -> None:
+        # The session closes its write stream as soon as the server's output ends, which may
+        # be before a dying server released its stdin: the probe stays open for the failed
+        # call's question until the transport itself shuts down (`release_probe`).
         self._closed = True
+
+    def release_probe(self) -> None:
+        """Close our duplicate of the server's stdin, keeping what it saw last. It must go
+        before stdin is closed, or the server never sees the end of its input."""
         if self._probe is not None:
-            # our duplicate must go before stdin is closed, or the server never sees its end
             self._final = self._look()
             os.close(self._probe)
             self._probe = None
@@ -195,6 +201,7 @@ async def stdio_pipe(
         finally:
             with anyio.CancelScope(shield=True):
                 await writer.aclose()
+                writer.release_probe()
                 from_server.close()
                 await _stop(process)
             tasks.cancel_scope.cancel()
