@@ -20,7 +20,7 @@ import json
 import pickle
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any, Generic, TypeVar
 
 from dbos import DBOS, SetWorkflowID
@@ -258,7 +258,7 @@ class DurableAgent(Generic[OutputT]):
         fingerprint = _fingerprint(self.name, request, prompt_vars)
         _check_picklable(deps, prompt_vars)
         queue = await self.queue()
-        with SetWorkflowID(workflow_id):
+        with _conflicts(self, workflow_id), SetWorkflowID(workflow_id):
             await queue.enqueue_async(self._run_workflow, request, deps, prompt_vars, fingerprint)
         await self._check_input(workflow_id, fingerprint)
         return workflow_id
@@ -290,6 +290,9 @@ class DurableAgent(Generic[OutputT]):
                     pause = Pause(round_, result.pending, result.record)
                     await DBOS.set_event_async(PAUSE_EVENT, pause)
                     watchers.changed(workflow_id)
+                    listener = listeners.get(workflow_id)
+                    if listener is not None:  # only now may its caller decide
+                        listener(NeedsApproval(result.pending, result.state, result.record))  # type: ignore[arg-type]
                     decisions = await wait_for_decisions(round_, result.pending)
                     await DBOS.set_event_async(PAUSE_EVENT, None)
                     result = await self._attempt(
@@ -318,11 +321,12 @@ class DurableAgent(Generic[OutputT]):
         async for event in agent.stream(
             request, deps, resume=state, approvals=decisions, **prompt_vars
         ):
+            if isinstance(event, NeedsApproval):  # shown once the pause is recorded
+                result = RunResult(None, event.record, "needs_approval", event.pending, event.state)
+                continue
             listener(event)
             if isinstance(event, FinalResult):
                 result = RunResult(event.output, event.record)
-            elif isinstance(event, NeedsApproval):
-                result = RunResult(None, event.record, "needs_approval", event.pending, event.state)
         assert result is not None  # a stream ends with its outcome or raises
         return result
 
@@ -341,7 +345,7 @@ class DurableAgent(Generic[OutputT]):
         workflow_id = _check_workflow_id(workflow_id)
         fingerprint = _fingerprint(self.name, request, prompt_vars)
         _check_picklable(deps, prompt_vars)
-        with SetWorkflowID(workflow_id):
+        with _conflicts(self, workflow_id), SetWorkflowID(workflow_id):
             handle = await DBOS.start_workflow_async(
                 self._run_workflow, request, deps, prompt_vars, fingerprint
             )
@@ -419,6 +423,21 @@ class DurableAgent(Generic[OutputT]):
         if not undecided:
             return None
         return RunResult(None, pause.record, "needs_approval", undecided)  # type: ignore[arg-type]
+
+
+@contextlib.contextmanager
+def _conflicts(durable: DurableAgent[Any], workflow_id: str) -> Iterator[None]:
+    """DBOS's refusal to start a workflow under an id that names another workflow function, as
+    the named error."""
+    from dbos._error import DBOSConflictingWorkflowError
+
+    try:
+        yield
+    except DBOSConflictingWorkflowError:
+        raise DurableInputMismatch(
+            f"The workflow id {workflow_id!r} names a run of another durable agent, not of "
+            f"{durable.name!r}; a workflow id is one run. Use a new id."
+        ) from None
 
 
 def _check_workflow_id(workflow_id: str | None) -> str:
