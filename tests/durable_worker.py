@@ -75,7 +75,7 @@ def launch(args: argparse.Namespace, *, listen: bool) -> Any:
 
     DBOS(config={"name": APP, "system_database_url": args.url, "executor_id": args.executor})
     agent = build_agent(args.folder, args.base_url, args.executor)
-    durable = DurableAgent(agent, name="jobs", queue_concurrency=QUEUE_LIMIT, worker_concurrency=1)
+    durable = DurableAgent(agent, name="jobs", concurrency=QUEUE_LIMIT, worker_concurrency=1)
     if not listen:
         DBOS.listen_queues([])
     DBOS.launch()
