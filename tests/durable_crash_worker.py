@@ -13,9 +13,13 @@ Each tool appends its name to `--log`. At the point named by `--stop-at` the pro
 - `effect:charge`: inside `charge`, after its effect (the log line), before it returns.
 
 With `--stop-at none` the run completes and the process prints the final answer.
-`--charge-once` marks `charge` `idempotent=False`.
+`--charge-once` marks `charge` `idempotent=False`; `--wait` waits for the run instead of
+starting it (the process that recovers it).
 
     python tests/durable_crash_worker.py DB --base-url URL --log LOG --signal FIFO --stop-at P
+
+`--serve` starts a process that forks such workers on demand (see `serve`): the kill tests
+start one worker per kill point, and forking them skips the second or so of imports each.
 """
 
 from __future__ import annotations
@@ -187,7 +191,52 @@ async def main(args: argparse.Namespace) -> None:
         DBOS.destroy()
 
 
-if __name__ == "__main__":
+def serve() -> None:
+    """Fork a worker per command line read from stdin, so each starts without paying for its
+    imports again: `run <out file> <worker args...>` answers `pid <n>`; `wait <n>` answers
+    `exit <status>` once that worker ended (a kill included)."""
+    _import_what_a_run_imports()
+    assert threading.active_count() == 1, "fork only from a process with one thread"
+    for line in sys.stdin:
+        command, *rest = line.split()
+        if command == "run":
+            out, *argv = rest
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                    os.dup2(fd, 1)
+                    os.dup2(fd, 2)
+                    asyncio.run(main(parser().parse_args(argv)))
+                    code = 0
+                finally:
+                    os._exit(code)
+            print(f"pid {pid}", flush=True)
+        elif command == "wait":
+            _, status = os.waitpid(int(rest[0]), 0)
+            print(f"exit {status}", flush=True)
+
+
+def _import_what_a_run_imports() -> None:
+    """Import ahead what a worker imports lazily on its way (the SDK and its HTTP stack,
+    DBOS's SQLite database, the 0.1 names), so a forked worker does not pay for it."""
+    import importlib
+
+    for name in (
+        "openai",
+        "httpx2",
+        "aiohttp",
+        "sqlite3",
+        "sqlalchemy.dialects.sqlite",
+        "dbos._sys_db_sqlite",
+        "promptimus.compat",
+        "promptimus.llms.openai",
+    ):
+        importlib.import_module(name)
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("db", type=Path)
     parser.add_argument("--base-url", required=True)
@@ -196,5 +245,11 @@ if __name__ == "__main__":
     parser.add_argument("--stop-at", default="none")
     parser.add_argument("--charge-once", action="store_true")
     parser.add_argument("--wait", action="store_true", help="wait for the run instead of starting")
-    asyncio.run(main(parser.parse_args()))
-    sys.exit(0)
+    return parser
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        asyncio.run(main(parser().parse_args()))
