@@ -13,7 +13,8 @@ Each tool appends its name to `--log`. At the point named by `--stop-at` the pro
 - `effect:charge`: inside `charge`, after its effect (the log line), before it returns.
 
 With `--stop-at none` the run completes and the process prints the final answer.
-`--charge-once` marks `charge` `idempotent=False`; `--wait` waits for the run instead of
+`--charge-once` marks `charge` `idempotent=False`, `--approve-charge` makes it require approval
+(the process prints `status needs_approval` and exits); `--wait` waits for the run instead of
 starting it (the process that recovers it).
 
     python tests/durable_crash_worker.py DB --base-url URL --log LOG --signal FIFO --stop-at P
@@ -90,7 +91,14 @@ class Stop:
         threading.Event().wait()  # the test kills the process here
 
 
-def build_agent(base_url: str, log: Path, *, charge_once: bool, stop: Stop | None = None) -> Any:
+def build_agent(
+    base_url: str,
+    log: Path,
+    *,
+    charge_once: bool,
+    approve_charge: bool = False,
+    stop: Stop | None = None,
+) -> Any:
     """The agent of the run: the same in the worker and in the process that recovers it."""
 
     def tool(name: str) -> Any:
@@ -107,7 +115,14 @@ def build_agent(base_url: str, log: Path, *, charge_once: bool, stop: Stop | Non
 
     from promptimus.tools.tool import Tool
 
-    tools = [Tool(tool(name), idempotent=not (charge_once and name == "charge")) for name in TOOLS]
+    tools = [
+        Tool(
+            tool(name),
+            idempotent=not (charge_once and name == "charge"),
+            requires_approval=approve_charge and name == "charge",
+        )
+        for name in TOOLS
+    ]
     llm = OpenAILike(
         "fake-model",
         api_key="sk-fake",
@@ -175,7 +190,13 @@ class _Stopping(DurableExecutor):
 
 async def main(args: argparse.Namespace) -> None:
     stop = Stop(args.stop_at, args.signal)
-    agent = build_agent(args.base_url, args.log, charge_once=args.charge_once, stop=stop)
+    agent = build_agent(
+        args.base_url,
+        args.log,
+        charge_once=args.charge_once,
+        approve_charge=args.approve_charge,
+        stop=stop,
+    )
     DBOS(config=dbos_config(args.db))  # type: ignore[arg-type]
     durable = DurableAgent(agent, name="refunds", poll_interval=0.02)
     DBOS.launch()
@@ -244,6 +265,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--signal", type=Path)
     parser.add_argument("--stop-at", default="none")
     parser.add_argument("--charge-once", action="store_true")
+    parser.add_argument("--approve-charge", action="store_true", help="charge requires approval")
     parser.add_argument("--wait", action="store_true", help="wait for the run instead of starting")
     return parser
 

@@ -71,7 +71,8 @@ class Worker:
         return -os.WTERMSIG(status) if os.WIFSIGNALED(status) else os.WEXITSTATUS(status)
 
     def finish(self) -> list[str]:
-        """The lines it printed, once it exited by itself (successfully)."""
+        """The lines it printed (`status ...`, `answer ...`), once it exited by itself
+        (successfully)."""
         if self.proc is not None:
             self.proc.wait(timeout=REACH_BOUND)
             code = self.proc.returncode
@@ -79,7 +80,8 @@ class Worker:
             assert self.server is not None
             code = os.WEXITSTATUS(self.server.wait(self.pid))
         assert code == 0, self.failure()
-        return self.output.read_text().splitlines()
+        lines = self.output.read_text().splitlines()  # DBOS's log lines share the file
+        return [line for line in lines if line.startswith(("status ", "answer "))]
 
 
 class ForkServer:

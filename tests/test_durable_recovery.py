@@ -199,3 +199,29 @@ async def test_a_denied_call_whose_outcome_is_unknown_is_not_run_and_the_model_r
     assert "it already went through" in denial
     assert result.output.content.startswith("done: look-ok, ")
     assert "it already went through" in result.output.content
+
+
+async def test_a_run_paused_for_approval_waits_without_a_process_and_continues_after_a_restart(
+    tmp_path: Path, dbos_db: Path, srv: FakeOpenAIServer, forks: ForkServer
+) -> None:
+    log = tmp_path / "tools.log"
+    worker, _ = start_worker(tmp_path, dbos_db, srv.base_url, log, "--approve-charge", forks=forks)
+    assert finish(worker) == ["status needs_approval"]  # and the process is gone
+    assert tool_log(log) == ["look"]
+
+    configure(dbos_db)
+    durable = DurableAgent(
+        build_agent(srv.base_url, log, charge_once=False, approve_charge=True),
+        name="refunds",
+        poll_interval=0.02,
+    )
+    from dbos import DBOS
+
+    DBOS.launch()  # the run is waiting again, in this process
+    paused = await durable.result(WORKFLOW_ID)
+    assert [(p.id, p.tool) for p in paused.pending] == [("call_2", "charge")]
+    await durable.approve(WORKFLOW_ID, "call_2", True)
+    result = await durable.result(WORKFLOW_ID)
+    assert result.output.content == ANSWER
+    assert tool_log(log) == list(TOOLS)
+    assert model_calls(srv) == {1: 1, 2: 1, 3: 1, 4: 1}
