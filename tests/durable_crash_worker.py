@@ -13,9 +13,14 @@ Each tool appends its name to `--log`. At the point named by `--stop-at` the pro
 - `effect:charge`: inside `charge`, after its effect (the log line), before it returns.
 
 With `--stop-at none` the run completes and the process prints the final answer.
-`--charge-once` marks `charge` `idempotent=False`.
+`--charge-once` marks `charge` `idempotent=False`, `--approve-charge` makes it require approval
+(the process prints `status needs_approval` and exits); `--wait` waits for the run instead of
+starting it (the process that recovers it).
 
     python tests/durable_crash_worker.py DB --base-url URL --log LOG --signal FIFO --stop-at P
+
+`--serve` starts a process that forks such workers on demand (see `serve`): the kill tests
+start one worker per kill point, and forking them skips the second or so of imports each.
 """
 
 from __future__ import annotations
@@ -86,7 +91,14 @@ class Stop:
         threading.Event().wait()  # the test kills the process here
 
 
-def build_agent(base_url: str, log: Path, *, charge_once: bool, stop: Stop | None = None) -> Any:
+def build_agent(
+    base_url: str,
+    log: Path,
+    *,
+    charge_once: bool,
+    approve_charge: bool = False,
+    stop: Stop | None = None,
+) -> Any:
     """The agent of the run: the same in the worker and in the process that recovers it."""
 
     def tool(name: str) -> Any:
@@ -103,7 +115,14 @@ def build_agent(base_url: str, log: Path, *, charge_once: bool, stop: Stop | Non
 
     from promptimus.tools.tool import Tool
 
-    tools = [Tool(tool(name), idempotent=not (charge_once and name == "charge")) for name in TOOLS]
+    tools = [
+        Tool(
+            tool(name),
+            idempotent=not (charge_once and name == "charge"),
+            requires_approval=approve_charge and name == "charge",
+        )
+        for name in TOOLS
+    ]
     llm = OpenAILike(
         "fake-model",
         api_key="sk-fake",
@@ -171,7 +190,13 @@ class _Stopping(DurableExecutor):
 
 async def main(args: argparse.Namespace) -> None:
     stop = Stop(args.stop_at, args.signal)
-    agent = build_agent(args.base_url, args.log, charge_once=args.charge_once, stop=stop)
+    agent = build_agent(
+        args.base_url,
+        args.log,
+        charge_once=args.charge_once,
+        approve_charge=args.approve_charge,
+        stop=stop,
+    )
     DBOS(config=dbos_config(args.db))  # type: ignore[arg-type]
     durable = DurableAgent(agent, name="refunds", poll_interval=0.02)
     DBOS.launch()
@@ -187,7 +212,52 @@ async def main(args: argparse.Namespace) -> None:
         DBOS.destroy()
 
 
-if __name__ == "__main__":
+def serve() -> None:
+    """Fork a worker per command line read from stdin, so each starts without paying for its
+    imports again: `run <out file> <worker args...>` answers `pid <n>`; `wait <n>` answers
+    `exit <status>` once that worker ended (a kill included)."""
+    _import_what_a_run_imports()
+    assert threading.active_count() == 1, "fork only from a process with one thread"
+    for line in sys.stdin:
+        command, *rest = line.split()
+        if command == "run":
+            out, *argv = rest
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+                    os.dup2(fd, 1)
+                    os.dup2(fd, 2)
+                    asyncio.run(main(parser().parse_args(argv)))
+                    code = 0
+                finally:
+                    os._exit(code)
+            print(f"pid {pid}", flush=True)
+        elif command == "wait":
+            _, status = os.waitpid(int(rest[0]), 0)
+            print(f"exit {status}", flush=True)
+
+
+def _import_what_a_run_imports() -> None:
+    """Import ahead what a worker imports lazily on its way (the SDK and its HTTP stack,
+    DBOS's SQLite database, the 0.1 names), so a forked worker does not pay for it."""
+    import importlib
+
+    for name in (
+        "openai",
+        "httpx2",
+        "aiohttp",
+        "sqlite3",
+        "sqlalchemy.dialects.sqlite",
+        "dbos._sys_db_sqlite",
+        "promptimus.compat",
+        "promptimus.llms.openai",
+    ):
+        importlib.import_module(name)
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("db", type=Path)
     parser.add_argument("--base-url", required=True)
@@ -195,6 +265,13 @@ if __name__ == "__main__":
     parser.add_argument("--signal", type=Path)
     parser.add_argument("--stop-at", default="none")
     parser.add_argument("--charge-once", action="store_true")
+    parser.add_argument("--approve-charge", action="store_true", help="charge requires approval")
     parser.add_argument("--wait", action="store_true", help="wait for the run instead of starting")
-    asyncio.run(main(parser.parse_args()))
-    sys.exit(0)
+    return parser
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["--serve"]:
+        serve()
+    else:
+        asyncio.run(main(parser().parse_args()))

@@ -376,3 +376,22 @@ async def test_a_paused_stream_ends_with_needs_approval(
     assert [p.id for p in events[-1].pending] == ["c2"]
     await durable.approve("t", "c2", True)
     assert (await durable.result("t")).output.content == "Refunded 30 EUR for order 42."
+
+
+async def test_enqueued_runs_complete_with_at_most_the_queues_concurrency_at_once(
+    dbos_db: Path, srv: FakeOpenAIServer
+) -> None:
+    configure(dbos_db)
+    durable = DurableAgent(native(srv, []), name="queued", concurrency=1)
+    DBOS.launch()
+    srv.latency = 0.05  # each reply takes a while, so runs that overlap would show it
+    srv.chat.respond_with(lambda body: Reply(content=f"re: {body['messages'][-1]['content']}"))
+
+    ids = [await durable.enqueue(f"ticket {n}", workflow_id=f"q-{n}") for n in range(4)]
+    results = [await durable.result(workflow_id) for workflow_id in ids]
+
+    assert [r.output.content for r in results] == [f"re: ticket {n}" for n in range(4)]
+    assert len(srv.chat.requests) == 4
+    assert srv.max_in_flight == 1
+    with pytest.raises(DurableInputMismatch):
+        await durable.enqueue("another ticket", workflow_id="q-0")

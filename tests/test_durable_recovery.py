@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 from durable_crash_worker import TOOLS, WORKFLOW_ID, build_agent, respond
-from durable_support import configure, dbos_db, finish, kill_at, start_worker
+from durable_support import ForkServer, configure, dbos_db, finish, forks, kill_at, start_worker
 
 from promptimus.durable import OUTCOME_UNKNOWN, DurableAgent
 from promptimus.observe.provider_calls import register_provider_call_observer
 from promptimus.testing import FakeOpenAIServer
 
-__all__ = ["dbos_db"]
+__all__ = ["dbos_db", "forks"]
 
 ANSWER = "done: look-ok, charge-ok, note-ok"
 
@@ -93,10 +93,15 @@ def test_an_uninterrupted_run_gives_the_answer_the_recovered_ones_must_equal(
 
 @pytest.mark.parametrize(("point", "finished_models"), POINTS, ids=[p for p, _ in POINTS])
 async def test_a_run_killed_anywhere_resumes_in_another_process_without_repeating_a_finished_step(
-    tmp_path: Path, dbos_db: Path, srv: FakeOpenAIServer, point: str, finished_models: int
+    tmp_path: Path,
+    dbos_db: Path,
+    srv: FakeOpenAIServer,
+    forks: ForkServer,
+    point: str,
+    finished_models: int,
 ) -> None:
     log = tmp_path / "tools.log"
-    worker, fd = start_worker(tmp_path, dbos_db, srv.base_url, log, stop_at=point)
+    worker, fd = start_worker(tmp_path, dbos_db, srv.base_url, log, stop_at=point, forks=forks)
     assert fd is not None
     kill_at(worker, fd, point)
     sent_before = len(srv.chat.requests)
@@ -135,11 +140,11 @@ async def test_a_second_process_gets_the_result_of_a_run_killed_after_the_second
 
 
 async def test_a_non_idempotent_call_in_flight_at_the_crash_waits_for_approval_and_runs_once_more(
-    tmp_path: Path, dbos_db: Path, srv: FakeOpenAIServer
+    tmp_path: Path, dbos_db: Path, srv: FakeOpenAIServer, forks: ForkServer
 ) -> None:
     log = tmp_path / "tools.log"
     worker, fd = start_worker(
-        tmp_path, dbos_db, srv.base_url, log, "--charge-once", stop_at="effect:charge"
+        tmp_path, dbos_db, srv.base_url, log, "--charge-once", stop_at="effect:charge", forks=forks
     )
     assert fd is not None
     kill_at(worker, fd, "effect:charge")
@@ -169,11 +174,11 @@ async def test_a_non_idempotent_call_in_flight_at_the_crash_waits_for_approval_a
 
 
 async def test_a_denied_call_whose_outcome_is_unknown_is_not_run_and_the_model_reads_the_denial(
-    tmp_path: Path, dbos_db: Path, srv: FakeOpenAIServer
+    tmp_path: Path, dbos_db: Path, srv: FakeOpenAIServer, forks: ForkServer
 ) -> None:
     log = tmp_path / "tools.log"
     worker, fd = start_worker(
-        tmp_path, dbos_db, srv.base_url, log, "--charge-once", stop_at="effect:charge"
+        tmp_path, dbos_db, srv.base_url, log, "--charge-once", stop_at="effect:charge", forks=forks
     )
     assert fd is not None
     kill_at(worker, fd, "effect:charge")
@@ -194,3 +199,29 @@ async def test_a_denied_call_whose_outcome_is_unknown_is_not_run_and_the_model_r
     assert "it already went through" in denial
     assert result.output.content.startswith("done: look-ok, ")
     assert "it already went through" in result.output.content
+
+
+async def test_a_run_paused_for_approval_waits_without_a_process_and_continues_after_a_restart(
+    tmp_path: Path, dbos_db: Path, srv: FakeOpenAIServer, forks: ForkServer
+) -> None:
+    log = tmp_path / "tools.log"
+    worker, _ = start_worker(tmp_path, dbos_db, srv.base_url, log, "--approve-charge", forks=forks)
+    assert finish(worker) == ["status needs_approval"]  # and the process is gone
+    assert tool_log(log) == ["look"]
+
+    configure(dbos_db)
+    durable = DurableAgent(
+        build_agent(srv.base_url, log, charge_once=False, approve_charge=True),
+        name="refunds",
+        poll_interval=0.02,
+    )
+    from dbos import DBOS
+
+    DBOS.launch()  # the run is waiting again, in this process
+    paused = await durable.result(WORKFLOW_ID)
+    assert [(p.id, p.tool) for p in paused.pending] == [("call_2", "charge")]
+    await durable.approve(WORKFLOW_ID, "call_2", True)
+    result = await durable.result(WORKFLOW_ID)
+    assert result.output.content == ANSWER
+    assert tool_log(log) == list(TOOLS)
+    assert model_calls(srv) == {1: 1, 2: 1, 3: 1, 4: 1}
