@@ -73,7 +73,8 @@ def launch(args: argparse.Namespace, *, listen: bool) -> Any:
 
     from promptimus.durable import DurableAgent
 
-    DBOS(config={"name": APP, "system_database_url": args.url, "executor_id": args.executor})
+    config = {"name": APP, "system_database_url": args.url, "executor_id": args.executor}
+    DBOS(config={**config, "application_version": "jobs-1", "log_level": "WARNING"})
     agent = build_agent(args.folder, args.base_url, args.executor)
     durable = DurableAgent(agent, name="jobs", concurrency=QUEUE_LIMIT, worker_concurrency=1)
     if not listen:

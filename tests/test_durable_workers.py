@@ -56,14 +56,24 @@ class Model:
 
 
 def start(mode: str, url: str, executor: str, folder: Path, server: FakeOpenAIServer) -> Any:
+    """A process of tests/durable_worker.py; its stderr (DBOS's log, a traceback) goes to a
+    file, which no pipe left unread can block."""
     command = [sys.executable, str(WORKER), mode, url, "--executor", executor]
     command += ["--folder", str(folder), "--base-url", server.base_url, "--runs", str(RUNS)]
-    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    log = folder / f"{mode}-{executor}-{time.monotonic_ns()}.log"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    process.log = log  # type: ignore[attr-defined]
+    return process
+
+
+def failure(process: Any) -> str:
+    return process.log.read_text(errors="replace")[-4000:]  # type: ignore[no-any-return]
 
 
 def finish(process: Any) -> str:
-    out, err = process.communicate(timeout=HANG_GUARD)
-    assert process.returncode == 0, err[-4000:]
+    out, _ = process.communicate(timeout=HANG_GUARD)
+    assert process.returncode == 0, failure(process)
     return out  # type: ignore[no-any-return]
 
 
@@ -72,8 +82,7 @@ def wait_for(condition: Any, what: str, processes: list[Any]) -> None:
     while not condition():
         for process in processes:
             if process.poll() is not None:
-                _, err = process.communicate()
-                pytest.fail(f"a worker ended while waiting for {what}:\n{err[-4000:]}")
+                pytest.fail(f"a worker ended while waiting for {what}:\n{failure(process)}")
         assert time.monotonic() < deadline, f"gave up waiting for {what}"
         time.sleep(0.05)
 
