@@ -110,7 +110,8 @@ def launch_dbos(url: str, agent: Any) -> Any:
 
     from promptimus.durable import DurableAgent
 
-    DBOS(config={"name": APP, "system_database_url": url})
+    config = {"name": APP, "system_database_url": url, "application_version": "bench-1"}
+    DBOS(config={**config, "log_level": "WARNING"})
     durable = DurableAgent(agent, name="bench")
     DBOS.launch()
     return durable
