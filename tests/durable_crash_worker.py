@@ -59,10 +59,11 @@ def respond(body: dict[str, Any]) -> Reply:
     return Reply(content="done: " + ", ".join(results))
 
 
-def dbos_config(db: Path, executor_id: str | None = None) -> dict[str, Any]:
+def dbos_config(db: Path | str, executor_id: str | None = None) -> dict[str, Any]:
+    """DBOS's configuration for the tests: `db` is a SQLite file or a PostgreSQL URL."""
     config: dict[str, Any] = {
         "name": "promptimus-tests",
-        "system_database_url": f"sqlite:///{db}",
+        "system_database_url": db if isinstance(db, str) else f"sqlite:///{db}",
         "application_version": APP_VERSION,
         "log_level": "WARNING",
     }

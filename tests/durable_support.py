@@ -32,7 +32,18 @@ def dbos_db(tmp_path: Path) -> Iterator[Path]:
     DBOS.destroy(destroy_registry=True)
 
 
-def configure(db: Path, executor_id: str | None = None) -> None:
+@pytest.fixture(params=["sqlite", "postgres"])
+def system_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path | str]:
+    """DBOS's system database: a SQLite file, or a new database on the test run's PostgreSQL
+    server; whatever DBOS the test launched is destroyed after it."""
+    if request.param == "sqlite":
+        yield tmp_path / "runs.sqlite"
+    else:
+        yield request.getfixturevalue("postgres_url")
+    DBOS.destroy(destroy_registry=True)
+
+
+def configure(db: Path | str, executor_id: str | None = None) -> None:
     DBOS(config=dbos_config(db, executor_id))  # type: ignore[arg-type]
 
 
