@@ -258,9 +258,13 @@ def _import_what_a_run_imports() -> None:
         importlib.import_module(name)
 
 
+def _database(text: str) -> Path | str:
+    return text if text.startswith("postgresql") else Path(text)
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
-    parser.add_argument("db", type=Path)
+    parser.add_argument("db", type=_database, help="a SQLite file or a PostgreSQL URL")
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--signal", type=Path)

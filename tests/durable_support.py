@@ -47,7 +47,7 @@ def configure(db: Path | str, executor_id: str | None = None) -> None:
     DBOS(config=dbos_config(db, executor_id))  # type: ignore[arg-type]
 
 
-def worker_args(db: Path, base_url: str, log: Path, *args: str) -> list[str]:
+def worker_args(db: Path | str, base_url: str, log: Path, *args: str) -> list[str]:
     return [str(db), "--base-url", base_url, "--log", str(log), *args]
 
 
@@ -145,7 +145,7 @@ def signal_fifo(tmp_path: Path) -> tuple[Path, int]:
 
 def start_worker(
     tmp_path: Path,
-    db: Path,
+    db: Path | str,
     base_url: str,
     log: Path,
     *args: str,
