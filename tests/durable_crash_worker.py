@@ -59,10 +59,11 @@ def respond(body: dict[str, Any]) -> Reply:
     return Reply(content="done: " + ", ".join(results))
 
 
-def dbos_config(db: Path, executor_id: str | None = None) -> dict[str, Any]:
+def dbos_config(db: Path | str, executor_id: str | None = None) -> dict[str, Any]:
+    """DBOS's configuration for the tests: `db` is a SQLite file or a PostgreSQL URL."""
     config: dict[str, Any] = {
         "name": "promptimus-tests",
-        "system_database_url": f"sqlite:///{db}",
+        "system_database_url": db if isinstance(db, str) else f"sqlite:///{db}",
         "application_version": APP_VERSION,
         "log_level": "WARNING",
     }
@@ -257,9 +258,13 @@ def _import_what_a_run_imports() -> None:
         importlib.import_module(name)
 
 
+def _database(text: str) -> Path | str:
+    return text if text.startswith("postgresql") else Path(text)
+
+
 def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
-    parser.add_argument("db", type=Path)
+    parser.add_argument("db", type=_database, help="a SQLite file or a PostgreSQL URL")
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--log", type=Path, required=True)
     parser.add_argument("--signal", type=Path)

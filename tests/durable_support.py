@@ -32,11 +32,22 @@ def dbos_db(tmp_path: Path) -> Iterator[Path]:
     DBOS.destroy(destroy_registry=True)
 
 
-def configure(db: Path, executor_id: str | None = None) -> None:
+@pytest.fixture(params=["sqlite", "postgres"])
+def system_db(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path | str]:
+    """DBOS's system database: a SQLite file, or a new database on the test run's PostgreSQL
+    server; whatever DBOS the test launched is destroyed after it."""
+    if request.param == "sqlite":
+        yield tmp_path / "runs.sqlite"
+    else:
+        yield request.getfixturevalue("postgres_url")
+    DBOS.destroy(destroy_registry=True)
+
+
+def configure(db: Path | str, executor_id: str | None = None) -> None:
     DBOS(config=dbos_config(db, executor_id))  # type: ignore[arg-type]
 
 
-def worker_args(db: Path, base_url: str, log: Path, *args: str) -> list[str]:
+def worker_args(db: Path | str, base_url: str, log: Path, *args: str) -> list[str]:
     return [str(db), "--base-url", base_url, "--log", str(log), *args]
 
 
@@ -134,7 +145,7 @@ def signal_fifo(tmp_path: Path) -> tuple[Path, int]:
 
 def start_worker(
     tmp_path: Path,
-    db: Path,
+    db: Path | str,
     base_url: str,
     log: Path,
     *args: str,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from dbos import DBOS
-from durable_support import REACH_BOUND, configure, dbos_db
+from durable_support import REACH_BOUND, configure, dbos_db, system_db
 from fake_llm import make_llm
 
 from promptimus import track_usage
@@ -33,7 +33,7 @@ from promptimus.errors import (
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.tools.tool import Tool
 
-__all__ = ["dbos_db"]
+__all__ = ["dbos_db", "system_db"]
 
 
 @pytest.fixture
@@ -74,13 +74,13 @@ def native(srv: FakeOpenAIServer, tools: list[Tool]) -> OpenaiToolCallingAgent:
 
 
 async def test_a_durable_run_returns_what_a_plain_run_returns(
-    dbos_db: Path, srv: FakeOpenAIServer
+    system_db: Path | str, srv: FakeOpenAIServer
 ) -> None:
     plain_ledger, durable_ledger = Ledger(), Ledger()
     srv.chat.script(*refund_script())
     plain = await native(srv, plain_ledger.tools()).run("Refund order 42")
 
-    configure(dbos_db)
+    configure(system_db)
     agent = native(srv, durable_ledger.tools())
     durable = DurableAgent(agent, name="refunds")
     DBOS.launch()
@@ -157,10 +157,10 @@ async def test_streaming_a_durable_run_yields_the_agents_events(
 
 
 async def test_an_approved_call_runs_once_and_the_run_completes(
-    dbos_db: Path, srv: FakeOpenAIServer
+    system_db: Path | str, srv: FakeOpenAIServer
 ) -> None:
     ledger = Ledger()
-    configure(dbos_db)
+    configure(system_db)
     durable = DurableAgent(native(srv, ledger.tools(refund_approval=True)), name="refunds")
     DBOS.launch()
     srv.chat.script(*refund_script())
@@ -379,9 +379,9 @@ async def test_a_paused_stream_ends_with_needs_approval(
 
 
 async def test_enqueued_runs_complete_with_at_most_the_queues_concurrency_at_once(
-    dbos_db: Path, srv: FakeOpenAIServer
+    system_db: Path | str, srv: FakeOpenAIServer
 ) -> None:
-    configure(dbos_db)
+    configure(system_db)
     durable = DurableAgent(native(srv, []), name="queued", concurrency=1)
     DBOS.launch()
     srv.latency = 0.05  # each reply takes a while, so runs that overlap would show it

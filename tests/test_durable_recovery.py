@@ -60,7 +60,7 @@ class Observed:
             self.calls += 1
 
 
-async def recover(db: Path, srv: FakeOpenAIServer, log: Path, observed: Observed) -> Any:
+async def recover(db: Path | str, srv: FakeOpenAIServer, log: Path, observed: Observed) -> Any:
     """This process: the same durable agent, DBOS launched (which recovers the run), the
     result awaited."""
     configure(db)
@@ -225,3 +225,25 @@ async def test_a_run_paused_for_approval_waits_without_a_process_and_continues_a
     assert result.output.content == ANSWER
     assert tool_log(log) == list(TOOLS)
     assert model_calls(srv) == {1: 1, 2: 1, 3: 1, 4: 1}
+
+
+async def test_a_run_killed_after_the_second_tool_resumes_on_postgresql(
+    tmp_path: Path, postgres_url: str, srv: FakeOpenAIServer, forks: ForkServer
+) -> None:
+    log = tmp_path / "tools.log"
+    try:
+        worker, fd = start_worker(
+            tmp_path, postgres_url, srv.base_url, log, stop_at="after:tool:2", forks=forks
+        )
+        assert fd is not None
+        kill_at(worker, fd, "after:tool:2")
+        observed = Observed()
+        result = await recover(postgres_url, srv, log, observed)
+    finally:
+        from dbos import DBOS
+
+        DBOS.destroy(destroy_registry=True)
+    assert result.output.content == ANSWER
+    assert tool_log(log) == list(TOOLS)
+    assert model_calls(srv) == {1: 1, 2: 1, 3: 1, 4: 1}
+    assert observed.calls == 2
