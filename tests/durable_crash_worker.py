@@ -63,7 +63,7 @@ def dbos_config(db: Path | str, executor_id: str | None = None) -> dict[str, Any
     """DBOS's configuration for the tests: `db` is a SQLite file or a PostgreSQL URL."""
     config: dict[str, Any] = {
         "name": "promptimus-tests",
-        "system_database_url": db if isinstance(db, str) else f"sqlite:///{db}",
+        "system_database_url": db if str(db).startswith("postgresql") else f"sqlite:///{db}",
         "application_version": APP_VERSION,
         "log_level": "WARNING",
     }

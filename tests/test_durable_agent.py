@@ -178,8 +178,11 @@ async def test_an_approved_call_runs_once_and_the_run_completes(
     result = await durable.result("t-42")
     assert result.output.content == "Refunded 30 EUR for order 42."
     assert ledger.ran == [("lookup", 42), ("refund", 42)]
-    with pytest.raises(DurableApprovalError, match="not paused"):
+    await durable.approve("t-42", "c2", True)  # still nothing, after the run completed
+    with pytest.raises(DurableApprovalError, match="already decided"):
         await durable.approve("t-42", "c2", False)
+    with pytest.raises(DurableApprovalError, match="not paused"):
+        await durable.approve("t-42", "c1", True)
 
 
 async def test_a_denied_call_is_not_run_and_the_model_reads_the_reason(

@@ -21,6 +21,7 @@ import pickle
 import re
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
 from dbos import DBOS, SetWorkflowID
@@ -43,6 +44,7 @@ from .local import listeners, watchers
 from .pause import (
     PAUSE_EVENT,
     Pause,
+    decision,
     deliver,
     ensure_approval_workflow,
     is_decided,
@@ -223,19 +225,28 @@ class DurableAgent(Generic[OutputT]):
                 f"approved must be True, False or a reason (text), got {type(approved).__name__}."
             )
         status = await self._status(workflow_id)
-        pause = await self._pause(workflow_id) if status.status in _RUNNING else None
-        if pause is None:
-            raise DurableApprovalError(
-                f"The durable run {workflow_id!r} is not paused for approval (its workflow is "
-                f"{status.status}); there is nothing to decide."
-            )
-        ids = [call.id for call in pause.pending]
-        if call_id not in ids:
+        pause = await self._pause(workflow_id)
+        ids = [call.id for call in pause.pending] if pause is not None else []
+        if pause is None or call_id not in ids:
+            waiting = pause is not None and pause.waiting and status.status in _RUNNING
+            if not waiting:
+                raise DurableApprovalError(
+                    f"The durable run {workflow_id!r} is not paused for approval (its workflow "
+                    f"is {status.status}); there is nothing to decide."
+                )
             raise DurableApprovalError(
                 f"The durable run {workflow_id!r} has no pending call {call_id!r}; it waits for "
                 f"{', '.join(map(repr, ids))}."
             )
-        recorded = await deliver(workflow_id, pause.round, call_id, approved)
+        if pause.waiting and status.status in _RUNNING:
+            recorded = await deliver(workflow_id, pause.round, call_id, approved)
+        else:  # the run went on: only the decision it went on with may be repeated
+            recorded = await decision(workflow_id, pause.round, call_id)
+            if recorded is None:
+                raise DurableApprovalError(
+                    f"The durable run {workflow_id!r} is not paused for approval (its workflow "
+                    f"is {status.status}); there is nothing to decide."
+                )
         if recorded != approved:
             raise DurableApprovalError(
                 f"The call {call_id!r} of the durable run {workflow_id!r} was already decided "
@@ -294,7 +305,7 @@ class DurableAgent(Generic[OutputT]):
                     if listener is not None:  # only now may its caller decide
                         listener(NeedsApproval(result.pending, result.state, result.record))  # type: ignore[arg-type]
                     decisions = await wait_for_decisions(round_, result.pending)
-                    await DBOS.set_event_async(PAUSE_EVENT, None)
+                    await DBOS.set_event_async(PAUSE_EVENT, replace(pause, waiting=False))
                     result = await self._attempt(
                         workflow_id, None, deps, prompt_vars, result.state, decisions
                     )
@@ -413,7 +424,7 @@ class DurableAgent(Generic[OutputT]):
                 "start a new run (with a new workflow id) to try again."
             )
         pause = await self._pause(workflow_id)
-        if pause is None:
+        if pause is None or not pause.waiting:
             return None
         undecided = [
             call

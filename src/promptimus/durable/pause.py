@@ -3,10 +3,11 @@
 happens), and how a decision reaches it from any process.
 
 While paused, the run's workflow holds the DBOS event `PAUSE_EVENT`: the round (the how-manyth
-pause of the run), the pending calls and the record so far. A decision is delivered by a small
-workflow of its own, whose id names the run, the round and the call: so a decision is recorded
-exactly once, a second one for the same call is recognized, and anyone can tell which pending
-calls are decided before the run has read the decisions.
+pause of the run), the pending calls and the record so far; once they are decided, the same
+pause with `waiting=False` (so a decision repeated late is still recognized). A decision is
+delivered by a small workflow of its own, whose id names the run, the round and the call: so a
+decision is recorded exactly once, a second one for the same call is recognized, and anyone can
+tell which pending calls are decided before the run has read the decisions.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ __all__ = [
     "PAUSE_EVENT",
     "Pause",
     "approval_id",
+    "decision",
     "deliver",
     "ensure_approval_workflow",
     "wait_for_decisions",
@@ -43,6 +45,7 @@ class Pause:
     round: int
     pending: list[PendingToolCall]
     record: RunRecord
+    waiting: bool = True  # False once every pending call was decided and the run went on
 
 
 def approval_id(workflow_id: str, round_: int, call_id: str) -> str:
@@ -73,6 +76,16 @@ async def deliver(workflow_id: str, round_: int, call_id: str, decision: Approva
     message = {"round": round_, "id": call_id, "decision": decision}
     with SetWorkflowID(approval_id(workflow_id, round_, call_id)):
         handle = await DBOS.start_workflow_async(_workflow, workflow_id, message)
+    delivered: dict[str, Any] = await handle.get_result()
+    return delivered["decision"]  # type: ignore[no-any-return]
+
+
+async def decision(workflow_id: str, round_: int, call_id: str) -> Approval | None:
+    """The decision recorded on `call_id` in pause `round_`, None if there is none yet."""
+    identity = approval_id(workflow_id, round_, call_id)
+    if await DBOS.get_workflow_status_async(identity) is None:
+        return None
+    handle = await DBOS.retrieve_workflow_async(identity)
     delivered: dict[str, Any] = await handle.get_result()
     return delivered["decision"]  # type: ignore[no-any-return]
 
