@@ -687,5 +687,34 @@ class SessionStoreCorrupt(SessionStoreError):
     turn)."""
 
 
+class DurableError(PromptimusError):
+    """A durable agent run (`promptimus.durable`, on DBOS) was used in a way the engine cannot
+    keep; the message says what to do."""
+
+
+class DurableSetupError(DurableError):
+    """DBOS is not set up for durable runs: no `DBOS(config=...)` yet, not launched, or a
+    `DurableAgent` created after `DBOS.launch()` (its runs could not be recovered)."""
+
+
+class DurableInputMismatch(DurableError):
+    """A `workflow_id` already names a durable run with another input (or of another
+    `DurableAgent`): a workflow id is the identity of one run."""
+
+
+class DurableRunNotFound(DurableError, LookupError):
+    """No durable run has the given `workflow_id`."""
+
+
+class DurableApprovalError(DurableError):
+    """An approval that does not fit the run: it is not paused, the call is not pending, or the
+    call was already decided otherwise."""
+
+
+class DurableRunStopped(DurableError):
+    """The durable run ended without a result: cancelled, or abandoned after too many recovery
+    attempts."""
+
+
 # Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.
 __getattr__ = compat_names(__name__)

@@ -18,6 +18,7 @@ from promptimus.agents import (
     ToolCallingAgent,
 )
 from promptimus.agents.base_agent import ToolInvocation
+from promptimus.agents.run_state import RunState
 from promptimus.core import ModuleDict
 from promptimus.dto import Message, MessageDelta
 from promptimus.dto.run_record import ToolCallRecord
@@ -240,3 +241,47 @@ async def test_a_streamed_run_hands_the_executor_a_sink_for_the_pieces(
     texts = [event.text for event in events if type(event).__name__ == "TextDelta"]
     assert "".join(pieces) == "".join(texts) == "Hello there."
     assert events[-1].output.content == "Hello there."
+
+
+class Holding(RunExecutor):
+    """Holds every call of one tool for a decision, and starts runs from a fixed history."""
+
+    holds_calls = True
+
+    def __init__(self, tool: str, history: list[Message]) -> None:
+        self.tool, self.start = tool, history
+
+    async def history(self, memory: Memory) -> list[Message]:
+        return list(self.start)
+
+    async def hold(
+        self, tools: ModuleDict, call: ToolInvocation, ctx: RunContext[Any]
+    ) -> str | None:
+        return "check it first" if call.name == self.tool else None
+
+
+@pytest.mark.parametrize("approved", [True, "not today"])
+async def test_an_executor_may_hold_a_call_for_a_decision_and_set_the_history_a_run_starts_from(
+    srv: FakeOpenAIServer, approved: bool | str
+) -> None:
+    lookups = Lookups()
+    agent = OpenaiToolCallingAgent("p", [lookups.tool()]).with_llm(make_llm(srv))
+    earlier = [Message(role="user", content="earlier"), Message(role="assistant", content="ok")]
+    agent.executor = Holding("lookup", earlier)
+    srv.chat.script(Reply(tool_calls=[ToolCall("lookup", {"key": "a"}, id="c1")]), "Done.")
+
+    paused = await agent.run("go")
+
+    assert paused.status == "needs_approval"
+    assert [(p.id, p.tool, p.reason) for p in paused.pending] == [
+        ("c1", "lookup", "check it first")
+    ]
+    assert lookups.keys == []
+    first = srv.chat.requests[0]["messages"]
+    assert [m["content"] for m in first[1:]] == ["earlier", "ok", "go"]
+    assert paused.state is not None
+    saved = RunState.from_json(paused.state.to_json())  # the reason survives a restart
+    assert saved.pending == paused.pending
+    result = await agent.run(resume=saved, approvals={"c1": approved})
+    assert result.output.content == "Done."
+    assert lookups.keys == (["a"] if approved is True else [])

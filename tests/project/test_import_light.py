@@ -21,6 +21,7 @@ HEAVY = [
     "psycopg_pool",
     "redis",
     "ray",
+    "dbos",
 ]
 
 
@@ -115,6 +116,11 @@ assert usage.total.total_tokens == 3, usage
 
 def test_spans_import_opentelemetry_only_when_used() -> None:
     assert "opentelemetry.trace" in imported_after("from promptimus.tracing import instrument")
+
+
+def test_durable_runs_import_dbos_only_when_used() -> None:
+    assert imported_after("import promptimus.agents, promptimus.agents.loop.executor") == []
+    assert "dbos" in imported_after("from promptimus.durable import DurableAgent")
 
 
 def test_the_probe_can_see_heavy_imports() -> None:

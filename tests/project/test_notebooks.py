@@ -60,6 +60,7 @@ def test_the_tutorials_exist() -> None:
         "step_5_tracing.ipynb",
         "step_6_training.ipynb",
         "step_7_serving.ipynb",
+        "step_8_durable.ipynb",
     ]
 
 

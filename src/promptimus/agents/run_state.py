@@ -52,11 +52,14 @@ class Owner(Protocol):
 @dataclass(frozen=True, slots=True)
 class PendingToolCall:
     """A tool call waiting for approval: `id` (the key of `approvals={...}`), the `tool`'s name
-    and the `arguments` the model gave (decoded JSON)."""
+    and the `arguments` the model gave (decoded JSON). `reason` says why a call of a tool that
+    does not ask for approval waits anyway (a durable run that cannot tell whether it ran);
+    None for a tool that `requires_approval`."""
 
     id: str
     tool: str
     arguments: dict[str, Any]
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +73,7 @@ class PausedCall:
     name: str
     arguments: str
     parsed: dict[str, Any] | None = None
+    reason: str | None = None
 
     def pending(self) -> PendingToolCall:
         if self.parsed is not None:
@@ -80,7 +84,7 @@ class PausedCall:
             except ValueError:
                 decoded = None
             arguments = decoded if isinstance(decoded, dict) else {}
-        return PendingToolCall(self.approval_id, self.name, arguments)
+        return PendingToolCall(self.approval_id, self.name, arguments, self.reason)
 
 
 def agent_fingerprint(agent: Owner) -> str:
@@ -246,6 +250,7 @@ def _paused_call(data: PausedCallData, calls: int) -> PausedCall:
         data["name"],
         data["arguments"],
         data.get("parsed"),
+        data.get("reason"),
     )
     if not call.position < calls:
         raise ValueError(

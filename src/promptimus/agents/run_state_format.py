@@ -74,6 +74,7 @@ class PausedCallData(TypedDict):
     name: str
     arguments: str
     parsed: NotRequired[dict[str, Any] | None]
+    reason: NotRequired[str | None]
 
 
 class StateData(TypedDict):

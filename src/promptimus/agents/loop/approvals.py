@@ -103,6 +103,7 @@ async def _screen(
     answered: dict[int, ToolCallRecord] = {}
     paused: list[PausedCall] = []
     ids: set[str] = set()
+    executor = agent.executor if agent.executor.holds_calls else None
     for position, call in enumerate(calls):
         if offered is not None and call.name not in offered:
             names = ", ".join(offered) or "none"
@@ -114,19 +115,29 @@ async def _screen(
                 f"tools: {names}.",
             )
             continue
+        reason = None if executor is None else await executor.hold(agent.tools, call, ctx)
         tool = agent._tool(call.name) if approval else None
-        if tool is not None and tool.may_need_approval:
-            arguments = call.parsed if call.parsed is not None else call.arguments
-            if await tool.needs_approval(arguments, ctx.for_tool_call(call.id)):
-                key = call.id if call.id and call.id not in ids else f"call_{ctx.step}_{position}"
-                ids.add(key)
-                answered[position] = ToolCallRecord(
-                    call.id, call.name, call.arguments, approval="pending", server=tool.server
-                )
-                paused.append(
-                    PausedCall(key, position, call.id, call.name, call.arguments, call.parsed)
-                )
-                continue
+        if reason is not None or (
+            tool is not None
+            and tool.may_need_approval
+            and await tool.needs_approval(
+                call.parsed if call.parsed is not None else call.arguments,
+                ctx.for_tool_call(call.id),
+            )
+        ):
+            key = call.id if call.id and call.id not in ids else f"call_{ctx.step}_{position}"
+            ids.add(key)
+            answered[position] = ToolCallRecord(
+                call.id,
+                call.name,
+                call.arguments,
+                approval="pending",
+                server=server_of(agent, call.name),
+            )
+            paused.append(
+                PausedCall(key, position, call.id, call.name, call.arguments, call.parsed, reason)
+            )
+            continue
         runnable.append(call)
     return runnable, answered, paused
 

@@ -1,12 +1,13 @@
 """`RunExecutor`: how a run carries out what it does to the world — one model request, one tool
-call, one memory commit.
+call, one memory commit — and reads the memory a new run starts from.
 
 The loop never does these itself: it asks `agent.executor`. A wrapper that replaces the
-executor (`agent.executor = MyExecutor()`, a subclass overriding some of the three methods and
-calling `super()` for the work) sees each of them through one seam, and may record, replay or
-refuse it, without copying the loop: a durable run makes each one a step of a workflow, so a
-finished step is replayed, never repeated. Each method takes and returns plain data (messages,
-a `ToolInvocation`, a `ToolCallRecord`), which is what such a step stores.
+executor (`agent.executor = MyExecutor()`, a subclass overriding some of its methods and
+calling `super()` for the work) sees each of them through one seam, and may record, replay,
+refuse or hold them (`hold`: a call waits for a person's decision), without copying the loop: a
+durable run makes each one a step of a workflow, so a finished step is replayed, never
+repeated. Each method takes and returns plain data (messages, a `ToolInvocation`, a
+`ToolCallRecord`), which is what such a step stores.
 
 The default carries each out directly, for one method call more than inlining them.
 """
@@ -36,6 +37,21 @@ class RunExecutor:
     docstring). Stateless: one instance serves every run of every agent."""
 
     __slots__ = ()
+
+    holds_calls: bool = False
+    """Whether `hold` may hold calls: the loop asks it about each tool call only when True."""
+
+    async def history(self, memory: Memory) -> list[Message]:
+        """The conversation a new run starts from: the messages `memory` holds now."""
+        return list(memory.data)
+
+    async def hold(
+        self, tools: ModuleDict, call: ToolInvocation, ctx: RunContext[Any]
+    ) -> str | None:
+        """Why `call` must wait for a person's decision before it runs (the run pauses for it,
+        as for a tool that `requires_approval`); None to let it run. Asked before the call runs,
+        in request order, only when `holds_calls`."""
+        return None
 
     async def call_model(
         self, prompt: BasePrompt, request: ModelRequest, on_delta: DeltaSink | None = None

@@ -47,7 +47,7 @@ async def drive(
     agent._begin_run(run.llm, run.state)
     if resume is None:
         new = as_messages(request, agent.predictor.new_message_role)
-        run.conversation = [*run.memory.data, *new]
+        run.conversation = [*await agent.executor.history(run.memory), *new]
         run.keep = list(new)  # what the memory gains if the run succeeds
     else:
         await resume_run(run, resume)
@@ -164,7 +164,7 @@ async def _act(
             server = server_of(agent, call.name)
             run.emit(ToolCallEvent(call.id, call.name, call.arguments, index, server))
     ctx = run.tool_context(index)
-    if offered is None and not approval:
+    if offered is None and not approval and not agent.executor.holds_calls:
         records = await execute_tools(agent, calls, ctx, run.emit)
     else:
         records, paused = await run_screened(run, calls, ctx, offered, approval)

@@ -1,0 +1,157 @@
+"""Durable runs on PostgreSQL with many workers: three worker processes (tests/durable_worker.py,
+each a DBOS executor with its own id) consume 60 runs from one DBOS queue with a global
+concurrency limit; one worker is SIGKILLed in the middle of a chosen run, a replacement with the
+same executor id recovers its runs, and every run completes exactly once.
+
+Exactly once is counted outside the workers: the tools append their side effects to a file, and
+the fake OpenAI server in this process counts every model request by (run, how far it got).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
+
+WORKER = Path(__file__).with_name("durable_worker.py")
+RUNS = 60
+BLOCKING_RUN = "run-17"
+QUEUE_LIMIT = 2  # the queue's global concurrency in tests/durable_worker.py
+HANG_GUARD = 600.0  # seconds: only so a broken run fails instead of hanging the suite
+TOOLS = ("reserve", "deliver")
+
+
+class Model:
+    """The fake model, deterministic: each run calls `reserve`, then `deliver`, then answers.
+    It counts the requests it answers by (run, tool results seen so far)."""
+
+    def __init__(self) -> None:
+        self.seen: Counter[tuple[str, int]] = Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        messages = body["messages"]
+        asked = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        run = messages[asked]["content"]
+        done = sum(1 for m in messages[asked:] if m["role"] == "tool")
+        with self._lock:
+            self.seen[(run, done)] += 1
+        if done < len(TOOLS):
+            tool = TOOLS[done]
+            return Reply(tool_calls=[ToolCall(tool, {"run": run}, id=f"{run}-{tool}")])
+        return Reply(content=f"{run} finished")
+
+
+def start(mode: str, url: str, executor: str, folder: Path, server: FakeOpenAIServer) -> Any:
+    """A process of tests/durable_worker.py; its stderr (DBOS's log, a traceback) goes to a
+    file, which no pipe left unread can block."""
+    command = [sys.executable, str(WORKER), mode, url, "--executor", executor]
+    command += ["--folder", str(folder), "--base-url", server.base_url, "--runs", str(RUNS)]
+    log = folder / f"{mode}-{executor}-{time.monotonic_ns()}.log"
+    with log.open("wb") as stderr:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
+    process.log = log  # type: ignore[attr-defined]
+    return process
+
+
+def failure(process: Any) -> str:
+    return process.log.read_text(errors="replace")[-4000:]  # type: ignore[no-any-return]
+
+
+def finish(process: Any) -> str:
+    out, _ = process.communicate(timeout=HANG_GUARD)
+    assert process.returncode == 0, failure(process)
+    return out  # type: ignore[no-any-return]
+
+
+def wait_for(condition: Any, what: str, processes: list[Any]) -> None:
+    deadline = time.monotonic() + HANG_GUARD
+    while not condition():
+        for process in processes:
+            if process.poll() is not None:
+                pytest.fail(f"a worker ended while waiting for {what}:\n{failure(process)}")
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+def lines(path: Path) -> list[str]:
+    return path.read_text().splitlines() if path.exists() else []
+
+
+@contextlib.contextmanager
+def stopped_at_exit(processes: list[Any]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for process in processes:
+            if process.poll() is None:
+                process.terminate()
+        for process in processes:
+            try:
+                process.communicate(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+
+
+def test_three_workers_complete_sixty_queued_runs_exactly_once_when_one_is_killed(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    (tmp_path / "blocking-run").write_text(BLOCKING_RUN)
+    os.mkfifo(tmp_path / "gate")
+    effects, blocked = tmp_path / "effects", tmp_path / "blocked"
+    model = Model()
+    with FakeOpenAIServer(record=False) as server:
+        server.chat.respond_with(model)
+        finish(start("enqueue", postgres_url, "web", tmp_path, server))
+        assert model.seen == Counter()  # enqueueing runs nothing
+
+        names = ("w0", "w1", "w2")
+        workers = {name: start("work", postgres_url, name, tmp_path, server) for name in names}
+        everyone = list(workers.values())
+        with stopped_at_exit(everyone):
+            # the chosen run has reserved and its `deliver` is in flight in one worker: kill it
+            wait_for(lambda: lines(blocked), f"{BLOCKING_RUN} to start delivering", everyone)
+            (victim_pid,) = map(int, lines(blocked))
+            (victim,) = [name for name, p in workers.items() if p.pid == victim_pid]
+            os.kill(victim_pid, signal.SIGKILL)
+            workers[victim].wait(timeout=HANG_GUARD)
+            assert workers[victim].returncode == -signal.SIGKILL
+            assert f"{BLOCKING_RUN} reserve {victim}" in lines(effects)
+            assert not [line for line in lines(effects) if line.startswith(f"{BLOCKING_RUN} del")]
+            everyone.remove(workers[victim])
+
+            # a replacement with the dead worker's executor id hands its runs back to the queue
+            replacement = start("work", postgres_url, victim, tmp_path, server)
+            everyone.append(replacement)
+            wait_for(lambda: len(lines(blocked)) == 2, f"{BLOCKING_RUN} to resume", everyone)
+            with (tmp_path / "gate").open("w") as gate:  # let the resumed `deliver` finish
+                gate.write("go")
+
+            answers = json.loads(finish(start("collect", postgres_url, "web", tmp_path, server)))
+
+        max_in_flight = server.max_in_flight
+
+    assert answers == {f"run-{n}": ["completed", f"run-{n} finished"] for n in range(RUNS)}
+    # every tool call ran once, the one in flight at the kill included (it had not written yet)
+    ran = Counter(" ".join(line.split()[:2]) for line in lines(effects))
+    assert ran == Counter({f"run-{n} {tool}": 1 for n in range(RUNS) for tool in TOOLS})
+    # no finished model call was sent twice: three requests per run, none repeated
+    assert model.seen == Counter({(f"run-{n}", done): 1 for n in range(RUNS) for done in range(3)})
+    # the runs were spread over the workers, never more at once than the queue allows
+    executors = {line.split()[2] for line in lines(effects)}
+    assert len(executors) >= 2, executors
+    assert max_in_flight <= QUEUE_LIMIT
