@@ -16,6 +16,7 @@ import pytest
 from dbos import DBOS
 from durable_support import REACH_BOUND, configure, dbos_db, system_db
 from fake_llm import make_llm
+from locations import SUPPORT
 
 from promptimus import track_usage
 from promptimus.agents.events import FinalResult, NeedsApproval, TextDelta, ToolCallEvent
@@ -251,7 +252,7 @@ async def test_a_paused_run_waits_durably_and_another_process_approves_it(
     paused = await durable.run("Refund order 42", workflow_id="t-42")
     assert paused.status == "needs_approval"
 
-    tests = Path(__file__).parent
+    tests = SUPPORT  # the approver imports the durable test helpers by module name
     approver = await asyncio.create_subprocess_exec(
         sys.executable,
         "-c",

@@ -1,7 +1,8 @@
-"""Durable runs on PostgreSQL with many workers: three worker processes (tests/durable_worker.py,
-each a DBOS executor with its own id) consume 60 runs from one DBOS queue with a global
-concurrency limit; one worker is SIGKILLed in the middle of a chosen run, a replacement with the
-same executor id recovers its runs, and every run completes exactly once.
+"""Durable runs on PostgreSQL with many workers: three worker processes
+(tests/support/durable_worker.py, each a DBOS executor with its own id) consume 60 runs from one
+DBOS queue with a global concurrency limit; one worker is SIGKILLed in the middle of a chosen
+run, a replacement with the same executor id recovers its runs, and every run completes exactly
+once.
 
 Exactly once is counted outside the workers: the tools append their side effects to a file, and
 the fake OpenAI server in this process counts every model request by (run, how far it got).
@@ -23,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from locations import SUPPORT
 
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
-WORKER = Path(__file__).with_name("durable_worker.py")
+WORKER = SUPPORT / "durable_worker.py"
 RUNS = 60
 BLOCKING_RUN = "run-17"
-QUEUE_LIMIT = 2  # the queue's global concurrency in tests/durable_worker.py
+QUEUE_LIMIT = 2  # the queue's global concurrency in tests/support/durable_worker.py
 HANG_GUARD = 600.0  # seconds: only so a broken run fails instead of hanging the suite
 TOOLS = ("reserve", "deliver")
 
@@ -56,7 +58,7 @@ class Model:
 
 
 def start(mode: str, url: str, executor: str, folder: Path, server: FakeOpenAIServer) -> Any:
-    """A process of tests/durable_worker.py; its stderr (DBOS's log, a traceback) goes to a
+    """A process of tests/support/durable_worker.py; its stderr (DBOS's log, a traceback) goes to a
     file, which no pipe left unread can block."""
     command = [sys.executable, str(WORKER), mode, url, "--executor", executor]
     command += ["--folder", str(folder), "--base-url", server.base_url, "--runs", str(RUNS)]

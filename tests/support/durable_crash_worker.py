@@ -17,7 +17,8 @@ With `--stop-at none` the run completes and the process prints the final answer.
 (the process prints `status needs_approval` and exits); `--wait` waits for the run instead of
 starting it (the process that recovers it).
 
-    python tests/durable_crash_worker.py DB --base-url URL --log LOG --signal FIFO --stop-at P
+    python tests/support/durable_crash_worker.py DB --base-url URL --log LOG --signal FIFO \
+        --stop-at P
 
 `--serve` starts a process that forks such workers on demand (see `serve`): the kill tests
 start one worker per kill point, and forking them skips the second or so of imports each.

@@ -1,5 +1,5 @@
 """What the durable-run tests share: a DBOS instance per test on a SQLite file, torn down after,
-and worker processes of tests/durable_crash_worker.py driven to a stopping point and killed.
+and worker processes of tests/support/durable_crash_worker.py driven to a stopping point and killed.
 
 Workers are real processes. Most are forked by one `--serve` process per test module (`forks`),
 which skips the imports a fresh interpreter would pay for at every kill point; `start_worker`
@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from dbos import DBOS
 from durable_crash_worker import dbos_config
+from locations import REPO
 
 WORKER = Path(__file__).with_name("durable_crash_worker.py")
 REACH_BOUND = 120.0  # seconds a worker may take to start and reach its point (a hang guard)
@@ -96,14 +97,14 @@ class Worker:
 
 
 class ForkServer:
-    """The `--serve` process of tests/durable_crash_worker.py."""
+    """The `--serve` process of tests/support/durable_crash_worker.py."""
 
     def __init__(self) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, str(WORKER), "--serve"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            cwd=WORKER.parent.parent,
+            cwd=REPO,
         )
 
     def _ask(self, line: str) -> list[str]:
@@ -164,7 +165,7 @@ def start_worker(
         return forks.start(output, argv), fd
     with output.open("wb") as out:
         proc = subprocess.Popen(
-            [sys.executable, str(WORKER), *argv], stdout=out, stderr=out, cwd=WORKER.parent.parent
+            [sys.executable, str(WORKER), *argv], stdout=out, stderr=out, cwd=REPO
         )
     return Worker(output, proc=proc), fd
 

@@ -1,9 +1,9 @@
-"""One process of tests/test_durable_workers.py: a DBOS executor of the "jobs" durable agent on
-a PostgreSQL system database, the model being the fake OpenAI server at `--base-url`.
+"""One process of tests/durable/test_durable_workers.py: a DBOS executor of the "jobs" durable
+agent on a PostgreSQL system database, the model being the fake OpenAI server at `--base-url`.
 
-    python tests/durable_worker.py work    URL --executor w1 --folder DIR --base-url URL
-    python tests/durable_worker.py enqueue URL --executor web --folder DIR --base-url URL --runs 60
-    python tests/durable_worker.py collect URL --executor web --folder DIR --base-url URL --runs 60
+    python durable_worker.py work    URL --executor w1 --folder DIR --base-url URL
+    python durable_worker.py enqueue URL --executor web --folder DIR --base-url URL --runs 60
+    python durable_worker.py collect URL --executor web --folder DIR --base-url URL --runs 60
 
 `work` launches DBOS (which recovers the runs this executor id left unfinished), consumes the
 queue and prints `ready`; it runs until SIGTERM. `enqueue` puts runs `run-0` .. `run-N-1` on the
