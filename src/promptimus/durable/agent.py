@@ -20,11 +20,11 @@ import json
 import pickle
 import re
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Generic, TypeVar
 
-from dbos import DBOS, SetWorkflowID
+from dbos import DBOS, SetWorkflowID, WorkflowHandleAsync
 
 from ..agents.base_agent import BaseAgent
 from ..agents.events import AgentEvent, FinalResult, NeedsApproval
@@ -238,6 +238,7 @@ class DurableAgent(Generic[OutputT]):
                 f"The durable run {workflow_id!r} has no pending call {call_id!r}; it waits for "
                 f"{', '.join(map(repr, ids))}."
             )
+        recorded: bool | str | None
         if pause.waiting and status.status in _RUNNING:
             recorded = await deliver(workflow_id, pause.round, call_id, approved)
         else:  # the run went on: only the decision it went on with may be repeated
@@ -366,7 +367,7 @@ class DurableAgent(Generic[OutputT]):
 
     async def _check_input(self, workflow_id: str, fingerprint: str) -> None:
         status = await self._status(workflow_id)
-        arguments = (status.input or {}).get("args") or ()
+        arguments: Sequence[Any] = (status.input or {}).get("args") or ()
         if len(arguments) < 4 or arguments[3] != fingerprint:
             raise DurableInputMismatch(
                 f"The workflow id {workflow_id!r} already names a durable run with another "
@@ -415,8 +416,10 @@ class DurableAgent(Generic[OutputT]):
         works."""
         status = await self._status(workflow_id)
         if status.status == "SUCCESS" or status.status == "ERROR":
-            handle = await DBOS.retrieve_workflow_async(workflow_id)
-            result: RunResult[OutputT] = await handle.get_result()
+            handle: WorkflowHandleAsync[RunResult[OutputT]] = await DBOS.retrieve_workflow_async(
+                workflow_id
+            )
+            result = await handle.get_result()
             return result
         if status.status not in _RUNNING:
             raise DurableRunStopped(

@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from dbos import DBOS
+from dbos import DBOS, WorkflowHandleAsync
 
 from ..agents.run_state import Approval, PendingToolCall
 from ..dto.run_record import RunRecord
@@ -85,7 +85,7 @@ async def decision(workflow_id: str, round_: int, call_id: str) -> Approval | No
     identity = approval_id(workflow_id, round_, call_id)
     if await DBOS.get_workflow_status_async(identity) is None:
         return None
-    handle = await DBOS.retrieve_workflow_async(identity)
+    handle: WorkflowHandleAsync[dict[str, Any]] = await DBOS.retrieve_workflow_async(identity)
     delivered: dict[str, Any] = await handle.get_result()
     return delivered["decision"]  # type: ignore[no-any-return]
 
