@@ -39,9 +39,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
+from promptimus.testing import Reply, ToolCall
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "support"))
+from child_server import serve, spawned
 from servers import start_postgres
 
 RAM_DISK = Path("/dev/shm")
@@ -66,25 +67,11 @@ def fake_model(body: dict[str, Any]) -> Reply | str:
 
 def serve_fake_model() -> None:
     """The fake OpenAI server with that model, run as this script's child process (own GIL)."""
-    server = FakeOpenAIServer(record=False)
-    server.chat.respond_with(fake_model)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(server.serve_forever(lambda url: print(f"READY {url}", flush=True)))
+    serve(fake_model)
 
 
-@contextlib.contextmanager
-def spawn_fake_model() -> Iterator[str]:
-    command = [sys.executable, __file__, "--child", "serve", "-"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, text=True)
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line.startswith("READY "):
-            raise SystemExit(f"the fake model server did not start (printed {line!r})")
-        yield line.split(" ", 1)[1].strip()
-    finally:
-        process.terminate()
-        process.wait(10)
+def spawn_fake_model() -> contextlib.AbstractContextManager[str]:
+    return spawned([sys.executable, __file__, "--child", "serve", "-"])
 
 
 def build_agent(base_url: str, gate: Path | None = None) -> Any:

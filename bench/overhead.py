@@ -42,11 +42,12 @@ import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 import openai
+from child_server import serve, spawned
 
 import promptimus as pm
 from promptimus.agents import OpenaiToolCallingAgent
@@ -291,26 +292,11 @@ def tool_loop_reply(body: dict[str, object]) -> Reply | str:
 
 def serve_tool_loop() -> None:
     """The tool loop's server, run as this script's child process (own GIL)."""
-    server = FakeOpenAIServer(record=False)
-    server.chat.respond_with(tool_loop_reply)
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(server.serve_forever(lambda url: print(f"READY {url}", flush=True)))
+    serve(tool_loop_reply)
 
 
-@contextlib.contextmanager
-def spawn_tool_loop_server() -> Iterator[str]:
-    process = subprocess.Popen(
-        [sys.executable, __file__, "--serve-tool-loop"], stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        if not line.startswith("READY "):
-            raise RuntimeError(f"the tool-loop server did not start (printed {line!r})")
-        yield line.split(" ", 1)[1].strip()
-    finally:
-        process.terminate()
-        process.wait(10)
+def spawn_tool_loop_server() -> contextlib.AbstractContextManager[str]:
+    return spawned([sys.executable, __file__, "--serve-tool-loop"])
 
 
 async def run_tool(fn: Callable[..., object], arguments: str) -> object:
