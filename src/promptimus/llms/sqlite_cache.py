@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from promptimus.argument_checks import positive_int
 from promptimus.errors import ResponseCacheError
+from promptimus.pickled_settings import PickledAsSettings
 from promptimus.sqlite_file import SQLiteFile
 
 if TYPE_CHECKING:
@@ -54,7 +55,7 @@ END;
 """
 
 
-class SQLiteCache:
+class SQLiteCache(PickledAsSettings):
     """Replies in the SQLite file ``path`` (created with its folder's permissions if missing).
 
     - ``max_bytes``: the most the entries may hold (key plus reply JSON, in bytes; the file
@@ -69,6 +70,10 @@ class SQLiteCache:
     Several processes (and threads, and event loops) may use the same file at once. A read or
     write that fails (a locked, full or broken file) logs a warning and counts as a miss.
     """
+
+    # pickled as its settings: a worker process opens the same file itself
+    _positional = "path"
+    _settings = ("max_bytes", "ttl", "busy_timeout", "clock")
 
     def __init__(
         self,
@@ -94,21 +99,6 @@ class SQLiteCache:
         self.clock = clock
         self._file = SQLiteFile(self.path, busy_timeout)
         self._create()
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled as its settings, so a cache handed to a worker process (multiprocessing,
-        an evaluation pool) opens the same file there with connections of its own."""
-        return {
-            "path": self.path,
-            "max_bytes": self.max_bytes,
-            "ttl": self.ttl,
-            "busy_timeout": self.busy_timeout,
-            "clock": self.clock,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        path = state.pop("path")
-        self.__init__(path, **state)  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"SQLiteCache({str(self.path)!r}, max_bytes={self.max_bytes}, ttl={self.ttl})"

@@ -17,11 +17,12 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Self
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..core.session import check_session_id
 from ..errors import InvalidArgument
+from ..pickled_settings import PickledAsSettings
 from ..protocols.session_store import SessionStore, StoredTurn
 
 __all__ = ["SessionStore", "StoredTurn", "check_session_id"]
@@ -82,21 +83,23 @@ def redacted(text: str, url: str) -> str:
 Clock = Callable[[], float]
 
 
-class ServerStore:
+class ServerStore(PickledAsSettings):
     """What the stores reached by URL (PostgreSQL, Redis) share: pickled as their settings, so a
-    worker process opens connections of its own, and named by their URL without its password
-    (in their repr, hence in every error and log line that names them)."""
+    worker process opens connections of its own; named by their URL without its password (in
+    their repr, hence in every error and log line that names them); closed by `aclose()` or by
+    leaving ``async with``."""
 
     _url: str
-    _settings: ClassVar[tuple[str, ...]]  # the keyword arguments besides the URL (attributes)
+    _positional = "_url"
 
-    def __getstate__(self) -> dict[str, Any]:
-        return {"url": self._url, **{name: getattr(self, name) for name in self._settings}}
+    async def __aenter__(self) -> Self:
+        return self
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        settings = dict(state)
-        url = settings.pop("url")
-        self.__init__(url, **settings)  # type: ignore[misc]
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        raise NotImplementedError
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({redacted_url(self._url)!r})"

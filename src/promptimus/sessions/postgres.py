@@ -22,7 +22,7 @@ import math
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..errors import (
     OptionalDependencyMissing,
@@ -339,12 +339,6 @@ class PostgresSessionStore(ServerStore):
                 "accepts this user."
             )
         return SessionStoreError(f"{where} ({detail}).")
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Close the pool of the running event loop (a later use opens a new one)."""

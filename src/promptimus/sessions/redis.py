@@ -20,7 +20,7 @@ import logging
 import time
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any
 
 from ..errors import (
     OptionalDependencyMissing,
@@ -247,12 +247,6 @@ class RedisSessionStore(ServerStore):
                 "accepts this password."
             )
         return SessionStoreError(f"{where} ({detail}).")
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.aclose()
 
     async def aclose(self) -> None:
         """Close the running event loop's connections (a later use opens new ones)."""

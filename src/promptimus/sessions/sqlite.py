@@ -30,6 +30,7 @@ from ..errors import (
     SessionStoreFull,
     SessionStoreUnavailable,
 )
+from ..pickled_settings import PickledAsSettings
 from ..sqlite_file import BUSY_CODES, SQLiteFile
 from .base import Clock, StoredTurn, check_limits, check_session_id
 
@@ -66,7 +67,7 @@ CREATE TABLE IF NOT EXISTS promptimus_resumed_runs (id TEXT PRIMARY KEY);
 _READONLY, _CORRUPT, _FULL, _CANTOPEN, _NOTADB = 8, 11, 13, 14, 26
 
 
-class SQLiteSessionStore:
+class SQLiteSessionStore(PickledAsSettings):
     """Conversations in the SQLite file `path` (created if missing; its folder must exist).
 
     - `max_turns`: keep at most this many turns per conversation, the newest (None: all).
@@ -75,6 +76,10 @@ class SQLiteSessionStore:
     - `busy_timeout`: seconds a write waits for another process's write before failing.
     - `clock`: the time in seconds (`time.time`); tests inject their own.
     """
+
+    # pickled as its settings: a worker process opens the same file itself
+    _positional = "path"
+    _settings = ("max_turns", "ttl", "busy_timeout", "clock")
 
     def __init__(
         self,
@@ -92,20 +97,6 @@ class SQLiteSessionStore:
         self.clock = clock
         self._file = SQLiteFile(self.path, busy_timeout)
         self._create()
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickled as its settings: a worker process opens the same file itself."""
-        return {
-            "path": self.path,
-            "max_turns": self.max_turns,
-            "ttl": self.ttl,
-            "busy_timeout": self.busy_timeout,
-            "clock": self.clock,
-        }
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        path = state.pop("path")
-        self.__init__(path, **state)  # type: ignore[misc]
 
     def __repr__(self) -> str:
         return f"SQLiteSessionStore({str(self.path)!r})"
