@@ -26,7 +26,7 @@ from .base import Tool
 from .results import tool_result_to_jsonable
 from .run_context import RunContext
 from .sources import toolset
-from .tool_schema import ArgSpec, FunctionSchema
+from .tool_schema import ArgSpec, FunctionSchema, SchemaChecked
 
 __all__ = ["CompositeTool", "SubCall"]
 
@@ -95,7 +95,7 @@ def composite_parameters(tools: Sequence[Tool]) -> dict[str, Any]:
     return schema
 
 
-class CompositeTool(Tool):
+class CompositeTool(SchemaChecked, Tool):
     """One tool that runs a list of sub-tool calls in order, recording each call's error without
     stopping the others. The sub-tools are submodules (`tools.<name>`), so their descriptions
     are checkpointed with the composite."""
@@ -126,10 +126,6 @@ class CompositeTool(Tool):
         self.tools = ModuleDict(by_name)
 
     @property
-    def parameters_schema(self) -> dict[str, Any]:
-        return self._schema.parameters
-
-    @property
     def full_description(self) -> str:
         """The description the model sees: the composite's own, then one line per sub-tool."""
         lines = [self.description.value or f"Run several {self._name} operations."]
@@ -148,9 +144,6 @@ class CompositeTool(Tool):
 
     def _sub_tools(self) -> list[Tool]:
         return [tool for tool in self.tools.values() if isinstance(tool, Tool)]
-
-    def validate(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
-        return self._schema.validate(arguments, self._name)
 
     def handle_call(
         self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None

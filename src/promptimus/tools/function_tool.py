@@ -23,14 +23,14 @@ from .failures import reporting_failures
 from .pickling import FunctionByName, shadowed_by
 from .run_context import RunContext
 from .settings import ApprovalCheck, check_tool_name, snake_case
-from .tool_schema import FunctionSchema, build_schema, signature_parameters
+from .tool_schema import FunctionSchema, SchemaChecked, build_schema, signature_parameters
 
 __all__ = ["FunctionTool"]
 
 _VARIADIC = (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
 
 
-class FunctionTool(Tool, built_by_tool="function"):
+class FunctionTool(SchemaChecked, Tool, built_by_tool="function"):
     """A function the model can call: `fn` may be sync (run on a daemon thread) or async.
 
     A parameter annotated with `RunContext` is injected by the agent and not shown to the model.
@@ -79,14 +79,6 @@ class FunctionTool(Tool, built_by_tool="function"):
     def function(self) -> Callable[..., Any]:
         """The function the tool wraps."""
         return self._fn
-
-    @property
-    def parameters_schema(self) -> dict[str, Any]:
-        """The JSON schema of the arguments (shared: do not mutate)."""
-        return self._schema.parameters
-
-    def validate(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
-        return self._schema.validate(arguments, self._name)
 
     def prepare(
         self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None = None

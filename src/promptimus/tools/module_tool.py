@@ -30,7 +30,13 @@ from .failures import reporting_failures
 from .handoff import handoff_messages
 from .run_context import RunContext
 from .settings import ApprovalCheck, check_tool_name
-from .tool_schema import FunctionSchema, build_schema, parse_docstring, signature_parameters
+from .tool_schema import (
+    FunctionSchema,
+    SchemaChecked,
+    build_schema,
+    parse_docstring,
+    signature_parameters,
+)
 
 __all__ = ["ModuleTool"]
 
@@ -44,7 +50,7 @@ class _ModuleInput:
     as_list: bool  # forward accepts list[Message]
 
 
-class ModuleTool(Tool, built_by_tool="module"):
+class ModuleTool(SchemaChecked, Tool, built_by_tool="module"):
     """A module the model can call with a `request` (see the module docstring and
     `Tool.from_module`, which names it after the module's class)."""
 
@@ -103,14 +109,6 @@ class ModuleTool(Tool, built_by_tool="module"):
     def function(self) -> Any:
         """The module's forward, which the tool calls."""
         return self._fn
-
-    @property
-    def parameters_schema(self) -> dict[str, Any]:
-        """The JSON schema of the arguments (shared: do not mutate)."""
-        return self._schema.parameters
-
-    def validate(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
-        return self._schema.validate(arguments, self._name)
 
     def prepare(
         self, arguments: str | dict[str, Any] | None, ctx: RunContext[Any] | None = None

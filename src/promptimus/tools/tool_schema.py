@@ -38,6 +38,7 @@ __all__ = [
     "ArgSpec",
     "FunctionSchema",
     "ParsedDocstring",
+    "SchemaChecked",
     "build_schema",
     "clean_schema",
     "is_context_annotation",
@@ -314,6 +315,24 @@ class FunctionSchema:
         values = dict(values)
         positional = [values.pop(s.name) for s in self.args if s.positional_only]
         return positional, values
+
+
+class SchemaChecked:
+    """Mixin for the tool kinds whose arguments a `FunctionSchema` describes (function, module
+    and composite tools): the schema the model sees and the check of its arguments."""
+
+    _schema: FunctionSchema
+    _name: str
+
+    @property
+    def parameters_schema(self) -> dict[str, Any]:
+        """The JSON schema of the arguments (shared: do not mutate)."""
+        return self._schema.parameters
+
+    def validate(self, arguments: str | dict[str, Any] | None) -> dict[str, Any]:
+        """The model's arguments (JSON text or dict) checked against the schema, by name; a
+        `ToolArgumentsError` written for the model if they do not fit. Runs nothing."""
+        return self._schema.validate(arguments, self._name)
 
 
 def _importable(cls: type) -> bool:
