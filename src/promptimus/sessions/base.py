@@ -21,7 +21,7 @@ from typing import Self
 from urllib.parse import unquote, urlsplit, urlunsplit
 
 from ..core.session import check_session_id
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, SessionStoreUnavailable
 from ..pickled_settings import PickledAsSettings
 from ..protocols.session_store import SessionStore, StoredTurn
 
@@ -91,6 +91,7 @@ class ServerStore(PickledAsSettings):
 
     _url: str
     _positional = "_url"
+    timeout: float  # seconds to wait for the server
 
     async def __aenter__(self) -> Self:
         return self
@@ -100,6 +101,16 @@ class ServerStore(PickledAsSettings):
 
     async def aclose(self) -> None:
         raise NotImplementedError
+
+    def _unavailable(
+        self, where: str, detail: str, server: str, who: str
+    ) -> SessionStoreUnavailable:
+        """The error for a server that cannot be reached or did not answer in time."""
+        return SessionStoreUnavailable(
+            f"{where}: the server cannot be reached or did not answer within "
+            f"{self.timeout:g}s ({detail}). Check that {server} runs at that "
+            f"address and accepts this {who}."
+        )
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({redacted_url(self._url)!r})"

@@ -29,7 +29,6 @@ from ..errors import (
     SessionStoreCorrupt,
     SessionStoreError,
     SessionStoreFull,
-    SessionStoreUnavailable,
 )
 from .base import Clock, ServerStore, StoredTurn, check_limits, check_session_id, redacted
 
@@ -333,11 +332,7 @@ class PostgresSessionStore(ServerStore):
                 "restore them from a backup."
             )
         if isinstance(exc, psycopg_pool.PoolTimeout | psycopg.OperationalError):
-            return SessionStoreUnavailable(
-                f"{where}: the server cannot be reached or did not answer within "
-                f"{self.timeout:g}s ({detail}). Check that PostgreSQL runs at that address and "
-                "accepts this user."
-            )
+            return self._unavailable(where, detail, "PostgreSQL", "user")
         return SessionStoreError(f"{where} ({detail}).")
 
     async def aclose(self) -> None:

@@ -27,7 +27,6 @@ from ..errors import (
     SessionStoreCorrupt,
     SessionStoreError,
     SessionStoreFull,
-    SessionStoreUnavailable,
 )
 from .base import Clock, ServerStore, StoredTurn, check_limits, check_session_id, redacted
 
@@ -241,11 +240,7 @@ class RedisSessionStore(ServerStore):
                 "database, or delete the conversation."
             )
         if isinstance(exc, errors.ConnectionError | errors.TimeoutError | OSError):
-            return SessionStoreUnavailable(
-                f"{where}: the server cannot be reached or did not answer within "
-                f"{self.timeout:g}s ({detail}). Check that Redis runs at that address and "
-                "accepts this password."
-            )
+            return self._unavailable(where, detail, "Redis", "password")
         return SessionStoreError(f"{where} ({detail}).")
 
     async def aclose(self) -> None:
