@@ -2,8 +2,8 @@
 
 A worker keeps its module between batches and between evaluations; the parameter values under
 test arrive as a state dict, loaded only when they change. Each batch runs through
-`promptimus.evals.run_examples`, the code the in-process runner uses, so its rows (outputs,
-scores, feedback, errors, usage) are what an in-process evaluation would make.
+`promptimus.evals.run_example.run_examples`, the code the in-process runner uses, so its rows
+(outputs, scores, feedback, errors, usage) are what an in-process evaluation would make.
 """
 
 from __future__ import annotations
