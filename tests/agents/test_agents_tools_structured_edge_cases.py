@@ -210,7 +210,7 @@ async def test_run_record_to_dict_is_json_with_every_step_and_child() -> None:
     assert data["usage"]["total_tokens"] == record.usage.total_tokens > 0
     assert [s["index"] for s in data["steps"]] == [0, 1]
     first = data["steps"][0]
-    assert first["request"][-1] == {"role": "user", "content": "go", "images": []}
+    assert first["request"][-1] == {"role": "user", "content": "go", "images": [], "documents": []}
     assert first["reply"]["tool_calls"][0]["function"]["name"] == "ask"
     call = first["tool_calls"][0]
     assert call["name"] == "ask" and call["result"] == "Paris" and call["error"] is None

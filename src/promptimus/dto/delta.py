@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, Field
 
+from .thinking import ThinkingBlock
 from .usage import Usage
 
 
@@ -14,6 +17,8 @@ class ToolCallDelta(BaseModel):
     id: str | None = None
     name: str | None = None
     arguments: str = ""
+    extra_content: dict[str, Any] | None = None
+    """The call's provider data (see `ToolRequest.extra_content`); the last one given wins."""
 
 
 class MessageDelta(BaseModel):
@@ -23,6 +28,8 @@ class MessageDelta(BaseModel):
 
     content: str | None = None
     reasoning: str | None = None
+    thinking: list[ThinkingBlock] = Field(default_factory=list)
+    """Whole thinking blocks, each sent once it is complete (its text streams in `reasoning`)."""
     tool_calls: list[ToolCallDelta] = Field(default_factory=list)
     usage: Usage | None = None
     finish_reason: str | None = None

@@ -6,7 +6,9 @@ from enum import StrEnum
 
 from pydantic import BaseModel, Field, TypeAdapter
 
+from .document import DocumentContent
 from .image import ImageContent
+from .thinking import ThinkingBlock
 from .tool import ToolRequest
 from .usage import Usage
 
@@ -22,14 +24,19 @@ class Message(BaseModel):
     """One chat message. `usage`, `reasoning`, `finish_reason` and `model_name` are reply
     metadata: providers fill them in and never send them back to the API. `model_name` is the
     model that produced a reply (as the server named it), so a reply served by a fallback model
-    or from a cache says which model wrote it."""
+    or from a cache says which model wrote it. `thinking` is the opposite: the blocks of
+    thinking the provider that wrote the reply needs back verbatim in the next request (see
+    `ThinkingBlock`); `reasoning` is their readable text. `documents` are attached files
+    (PDFs)."""
 
     role: MessageRole
     content: str = ""
     images: list[ImageContent] = Field(default_factory=list)
+    documents: list[DocumentContent] = Field(default_factory=list)
     tool_calls: list[ToolRequest] | None = None
     tool_call_id: str | None = None
     reasoning: str | None = None
+    thinking: list[ThinkingBlock] | None = None
     usage: Usage | None = None
     finish_reason: str | None = None
     model_name: str | None = None

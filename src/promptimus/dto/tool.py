@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, TypeAdapter
 
 
@@ -15,6 +17,10 @@ class ToolRequest(BaseModel):
     id: str | None = None
     type: str = "function"
     function: ToolFunction
+    extra_content: dict[str, Any] | None = None
+    """What the provider attached to this call and needs back verbatim with it (Gemini's
+    thought signature, under ``{"google": {"thought_signature": ...}}`` on both its native and
+    its OpenAI-compatible API)."""
 
 
 ToolCalls: TypeAdapter[list[ToolRequest]] = TypeAdapter(list[ToolRequest])

@@ -8,14 +8,17 @@ from pydantic import BaseModel
 
 
 class Usage(BaseModel):
-    """Token counts of one reply. `cache_hit` marks a reply served from a response cache
-    (`promptimus.llms.CachedLLM`): it cost nothing, so every count is zero. A sum is a cache hit
-    only when both parts were."""
+    """Token counts of one reply. `prompt_tokens` counts every input token, as OpenAI's usage
+    does; `cached_tokens` are the ones of them read from the provider's prompt cache and
+    `cache_write_tokens` the ones written to it (Anthropic prices both apart). `cache_hit`
+    marks a reply served from a response cache (`promptimus.llms.CachedLLM`): it cost nothing,
+    so every count is zero. A sum is a cache hit only when both parts were."""
 
     prompt_tokens: int = 0
     completion_tokens: int = 0
     total_tokens: int = 0
     cached_tokens: int = 0
+    cache_write_tokens: int = 0
     reasoning_tokens: int = 0
     cache_hit: bool = False
 
@@ -27,6 +30,7 @@ class Usage(BaseModel):
             completion_tokens=self.completion_tokens + other.completion_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
             cached_tokens=self.cached_tokens + other.cached_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             cache_hit=self.cache_hit and other.cache_hit,
         )
@@ -34,17 +38,19 @@ class Usage(BaseModel):
     @classmethod
     def total(cls, usages: Iterable[Usage]) -> Usage:
         """The sum of `usages`, built once (not one intermediate `Usage` per term)."""
-        prompt = completion = total = cached = reasoning = 0
+        prompt = completion = total = cached = written = reasoning = 0
         for usage in usages:
             prompt += usage.prompt_tokens
             completion += usage.completion_tokens
             total += usage.total_tokens
             cached += usage.cached_tokens
+            written += usage.cache_write_tokens
             reasoning += usage.reasoning_tokens
         return cls(
             prompt_tokens=prompt,
             completion_tokens=completion,
             total_tokens=total,
             cached_tokens=cached,
+            cache_write_tokens=written,
             reasoning_tokens=reasoning,
         )

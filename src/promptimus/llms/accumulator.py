@@ -9,8 +9,17 @@ partial (often empty) reply as if it were the answer.
 from __future__ import annotations
 
 from collections.abc import AsyncIterable, Iterable
+from typing import Any
 
-from promptimus.dto import Message, MessageDelta, MessageRole, ToolFunction, ToolRequest, Usage
+from promptimus.dto import (
+    Message,
+    MessageDelta,
+    MessageRole,
+    ThinkingBlock,
+    ToolFunction,
+    ToolRequest,
+    Usage,
+)
 from promptimus.errors import StreamInterrupted
 
 
@@ -26,7 +35,9 @@ class MessageAccumulator:
     __slots__ = (
         "_calls",
         "_content",
+        "_extras",
         "_reasoning",
+        "_thinking",
         "chunks",
         "finish_reason",
         "model_name",
@@ -37,6 +48,8 @@ class MessageAccumulator:
         self._content: list[str] = []
         self._reasoning: list[str] = []
         self._calls: dict[int, list[str | None]] = {}  # index -> [id, name, arguments]
+        self._extras: dict[int, dict[str, Any]] = {}  # index -> the call's provider data
+        self._thinking: list[ThinkingBlock] = []
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
         self.model_name: str | None = None
@@ -48,7 +61,11 @@ class MessageAccumulator:
             self._content.append(delta.content)
         if delta.reasoning:
             self._reasoning.append(delta.reasoning)
+        if delta.thinking:
+            self._thinking.extend(delta.thinking)
         for fragment in delta.tool_calls:
+            if fragment.extra_content is not None:
+                self._extras[fragment.index] = fragment.extra_content
             call = self._calls.get(fragment.index)
             if call is None:
                 self._calls[fragment.index] = [fragment.id, fragment.name, fragment.arguments]
@@ -95,14 +112,16 @@ class MessageAccumulator:
                 ToolRequest(
                     id=call_id,
                     function=ToolFunction(name=name or "", arguments=arguments or "{}"),
+                    extra_content=self._extras.get(index),
                 )
-                for call_id, name, arguments in (self._calls[i] for i in sorted(self._calls))
+                for index, (call_id, name, arguments) in sorted(self._calls.items())
             ]
         return Message(
             role=MessageRole.ASSISTANT,
             content="".join(self._content),
             tool_calls=tool_calls,
             reasoning="".join(self._reasoning) if self._reasoning else None,
+            thinking=list(self._thinking) if self._thinking else None,
             usage=self.usage,
             finish_reason=self.finish_reason,
             model_name=self.model_name,
