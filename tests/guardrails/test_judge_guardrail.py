@@ -106,3 +106,18 @@ async def test_fit_trains_the_judge_and_the_agent_then_blocks_what_it_learned(
     with pm.Session(), pytest.raises(GuardrailTripped, match="judge flagged"):
         await agent.forward("refund order 12")
     assert not [r for r in srv.chat.requests if r["model"] == "agent"]
+
+
+async def test_each_guardrail_is_a_span_of_the_run_with_its_verdict(
+    exporter: Any, srv: FakeOpenAIServer
+) -> None:
+    judge = Judge().with_llm(llm(srv, "judge"))
+    agent = OpenaiToolCallingAgent("Help.", [], guardrails=[InputGuardrail(judge)])
+    agent.with_llm(llm(srv, "agent"))
+    with pm.Session():
+        await agent.forward("I want a refund")  # the untrained judge lets it through
+    spans = {span.name: span for span in exporter.get_finished_spans()}
+    assert {"root", "root.guardrails.0", "root.guardrails.0.check"} <= set(spans)
+    guard = spans["root.guardrails.0"]
+    assert guard.parent is not None and guard.parent.span_id == spans["root"].context.span_id
+    assert "allow" in str(dict(guard.attributes or {}).get("output.value"))
