@@ -21,7 +21,7 @@ from typing import Any
 
 from ..core import Module
 from ..dto import Message, MessageDelta
-from ..llms.accumulator import MessageAccumulator
+from ..llms.accumulator import aaccumulate_each
 from ..observe.provider_calls import provider_call
 from ..tools.run_context import RunContext
 
@@ -90,11 +90,9 @@ class BasePrompt(Module):
                 variables=variables,
                 stream=True,
             ) as call:
-                accumulator = MessageAccumulator()
-                async for delta in llm.astream(messages, **params):
-                    accumulator.add(delta)
-                    on_delta(delta)
-                call.output = accumulator.finish(f"a call to {llm!r}")
+                call.output = await aaccumulate_each(
+                    llm.astream(messages, **params), on_delta, f"a call to {llm!r}"
+                )
             reply: Message = call.output
             return reply
 
