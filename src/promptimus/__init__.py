@@ -57,6 +57,7 @@ _SUBMODULES = {
     "common",
     "evals",
     "sessions",
+    "guardrails",
 }
 
 if TYPE_CHECKING:

@@ -62,6 +62,9 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     ├── AgentNestingTooDeep
     ├── ApprovalRequired
     │   └── SubAgentPaused
+    ├── GuardrailError
+    │   ├── GuardrailTripped
+    │   └── InvalidVerdict (TypeError)
     ├── RunStateError
     │   └── RunStateMismatch · RunStateConsumed · MissingApproval
     ├── MCPError
@@ -714,6 +717,39 @@ class DurableApprovalError(DurableError):
 class DurableRunStopped(DurableError):
     """The durable run ended without a result: cancelled, or abandoned after too many recovery
     attempts."""
+
+
+# --- guardrails ---------------------------------------------------------------------------------
+
+
+class GuardrailError(PromptimusError):
+    """A guardrail (`promptimus.guardrails`) stopped a run, or was used in a way it cannot be."""
+
+
+class GuardrailTripped(GuardrailError):
+    """A guardrail blocked a run: `guard` names it (its module path), `kind` says what it
+    guarded ("input", "output" or "tool") and `reason` why it blocked. `tool` names the tool
+    call a tool guardrail stopped the run at."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        guard: str,
+        kind: str,
+        reason: str | None = None,
+        tool: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.guard = guard
+        self.kind = kind
+        self.reason = reason
+        self.tool = tool
+
+
+class InvalidVerdict(GuardrailError, TypeError):
+    """A guardrail's check returned something that is not a verdict (a `Verdict`, True, False
+    or None), or a verdict its kind of guardrail cannot apply."""
 
 
 # Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.

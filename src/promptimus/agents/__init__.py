@@ -24,6 +24,8 @@ _LAZY: dict[str, str] = {
     "StepEnd": "events",
     "FinalResult": "events",
     "NeedsApproval": "events",
+    "GuardrailEvent": "events",
+    "PartialOutput": "events",
     "StepContext": "step_hooks",
     "StepUpdate": "step_hooks",
     "RunState": "run_state",
@@ -48,7 +50,9 @@ if TYPE_CHECKING:
     from .base_agent import BaseAgent as BaseAgent
     from .events import AgentEvent as AgentEvent
     from .events import FinalResult as FinalResult
+    from .events import GuardrailEvent as GuardrailEvent
     from .events import NeedsApproval as NeedsApproval
+    from .events import PartialOutput as PartialOutput
     from .events import ReasoningDelta as ReasoningDelta
     from .events import StepEnd as StepEnd
     from .events import TextDelta as TextDelta

@@ -30,11 +30,13 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..core import Module, ModuleDict
+from ..core import Module, ModuleDict, ModuleList
 from ..core.hooks import RemovableHandle
 from ..dto import Message, MessageRole
 from ..dto.run_record import RunRecord, ToolCallRecord
 from ..errors import ApprovalRequired, InvalidArgument, SubAgentPaused
+from ..guardrails.guardrail import Guardrail
+from ..guardrails.screen import checked_guardrails
 from ..modules.memory import Memory, MemoryModule
 from ..prompts.dynamic_prompt import DynamicPrompt
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, check_timeout, tool_items, toolset
@@ -98,6 +100,9 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
     answers the rest with an error the model reads (None: all run). See
     `promptimus.agents.tool_limits`.
 
+    `guardrails` (input, output and tool guardrails, see `promptimus.guardrails`) check the
+    request, the final answer and each tool call; they are submodules (`agent.guardrails`).
+
     A kind of agent implements `_interpret` and `_observations` and may override the other
     hooks of `LoopAgent` (`promptimus.agents.loop.agent`).
     """
@@ -114,6 +119,7 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
         max_nesting: int = DEFAULT_MAX_NESTING,
         max_tool_concurrency: int | None = DEFAULT_MAX_TOOL_CONCURRENCY,
         max_tool_calls_per_step: int | None = None,
+        guardrails: Iterable[Guardrail] | None = None,
     ) -> None:
         super().__init__()
         if max_steps < 1:
@@ -135,6 +141,9 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
             self.predictor.prompt = DynamicPrompt(prompt, suffix=dynamic_suffix)
         else:
             self.predictor = MemoryModule(memory_size, shared_memory, system_prompt=prompt)
+        guards = checked_guardrails(guardrails)
+        if guards:  # registered only when given: agents without them keep their checkpoint keys
+            self.guardrails = ModuleList(guards)
 
     # ------------------------------------------------------------------ state
 

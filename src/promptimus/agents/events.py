@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 __all__ = [
     "AgentEvent",
     "FinalResult",
+    "GuardrailEvent",
     "NeedsApproval",
+    "PartialOutput",
     "ReasoningDelta",
     "StepEnd",
     "TextDelta",
@@ -99,6 +101,30 @@ class ToolErrorEvent:
 
 
 @dataclass(frozen=True, slots=True)
+class GuardrailEvent:
+    """A guardrail decided: `guard` names it (its module path), `kind` is "input", "output" or
+    "tool", `action` "allow", "block" or "replace", with its `reason`; `tool_call_id` names the
+    call a tool guardrail checked."""
+
+    guard: str
+    kind: str
+    action: str
+    reason: str | None
+    step: int
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PartialOutput(Generic[OutputT]):
+    """The structured answer so far, while it streams: an instance of the output model's partial
+    form (the fields that arrived and validate, in order; see
+    `promptimus.modules.partial_output`). `FinalResult` carries the validated whole."""
+
+    output: OutputT
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
 class StepEnd:
     """One LLM call and its tool calls are done. `usage` is this step's tokens, `total_usage`
     the run's so far (including sub-agents)."""
@@ -133,6 +159,8 @@ AgentEvent: TypeAlias = (
     | ToolCallEvent
     | ToolResultEvent
     | ToolErrorEvent
+    | GuardrailEvent
+    | PartialOutput[Any]
     | StepEnd
     | FinalResult[Any]
     | NeedsApproval

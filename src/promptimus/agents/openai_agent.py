@@ -30,7 +30,9 @@ from ..core import Module
 from ..dto import Message, MessageRole
 from ..dto.run_record import ToolCallRecord
 from ..errors import FailedToParseOutput, RequestRejected
+from ..guardrails.guardrail import Guardrail
 from ..modules.memory import Memory
+from ..modules.partial_output import PartialReader
 from ..modules.structural import StructuralOutput
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool
 from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolInvocation
@@ -67,6 +69,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         max_nesting: int = DEFAULT_MAX_NESTING,
         max_tool_concurrency: int | None = DEFAULT_MAX_TOOL_CONCURRENCY,
         max_tool_calls_per_step: int | None = None,
+        guardrails: Iterable[Guardrail] | None = None,
     ) -> None:
         super().__init__(
             tools,
@@ -78,6 +81,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
             max_nesting=max_nesting,
             max_tool_concurrency=max_tool_concurrency,
             max_tool_calls_per_step=max_tool_calls_per_step,
+            guardrails=guardrails,
         )
         # A model class (the original's form) keeps its StructuralOutput private, so the tree has
         # the original's checkpoint keys; a StructuralOutput instance is registered (and tuned).
@@ -92,6 +96,9 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
     def structural_output_model(self) -> type[BaseModel] | None:
         """The pydantic model of the final answer, or None (the original's attribute)."""
         return None if self._output is None else self._output.output_model
+
+    def _partial_reader(self) -> PartialReader | None:
+        return None if self._output is None else PartialReader(self._output.output_model)
 
     def _provider_kwargs(self, state: LoopState | None = None) -> dict[str, Any]:
         kwargs: dict[str, Any] = {}

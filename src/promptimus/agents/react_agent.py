@@ -16,6 +16,7 @@ from ..core import Module
 from ..dto import Message, MessageRole
 from ..dto.run_record import ToolCallRecord
 from ..errors import InvalidArgument, ReactParseError
+from ..guardrails.guardrail import Guardrail
 from ..modules.memory import Memory
 from ..prompts.template import template_fields
 from ..tools.run_context import HandoffView
@@ -80,6 +81,7 @@ class ToolCallingAgent(BaseAgent[Message]):
         max_nesting: int = DEFAULT_MAX_NESTING,
         max_tool_concurrency: int | None = DEFAULT_MAX_TOOL_CONCURRENCY,
         max_tool_calls_per_step: int | None = None,
+        guardrails: Iterable[Guardrail] | None = None,
     ) -> None:
         if prompt is None:
             prompt = DEFAULT_PROMPT
@@ -96,6 +98,7 @@ class ToolCallingAgent(BaseAgent[Message]):
             max_nesting=max_nesting,
             max_tool_concurrency=max_tool_concurrency,
             max_tool_calls_per_step=max_tool_calls_per_step,
+            guardrails=guardrails,
         )
         self.observation_role = _observation_role(observation_role)
 

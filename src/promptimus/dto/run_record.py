@@ -18,7 +18,7 @@ from .image import ImageContent
 from .message import Message
 from .usage import Usage
 
-__all__ = ["RunRecord", "StepRecord", "ToolCallRecord"]
+__all__ = ["GuardrailRecord", "RunRecord", "StepRecord", "ToolCallRecord"]
 
 
 @dataclass(slots=True)
@@ -117,11 +117,47 @@ class StepRecord:
 
 
 @dataclass(slots=True)
+class GuardrailRecord:
+    """What one guardrail decided in a run: `guard` (its module path), `kind` ("input",
+    "output", "tool"), `action` ("allow", "block", "replace"), its `reason`, the `step` it
+    decided at and, for a tool guardrail, the `tool_call_id` it checked."""
+
+    guard: str
+    kind: str
+    action: str
+    reason: str | None = None
+    step: int = 0
+    tool_call_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "guard": self.guard,
+            "kind": self.kind,
+            "action": self.action,
+            "reason": self.reason,
+            "step": self.step,
+            **({"tool_call_id": self.tool_call_id} if self.tool_call_id is not None else {}),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> GuardrailRecord:
+        return cls(
+            data["guard"],
+            data["kind"],
+            data["action"],
+            data.get("reason"),
+            data.get("step", 0),
+            data.get("tool_call_id"),
+        )
+
+
+@dataclass(slots=True)
 class RunRecord:
-    """A whole run: its steps in order and its final `output`."""
+    """A whole run: its steps in order, its final `output`, and what its guardrails decided."""
 
     steps: list[StepRecord] = field(default_factory=list)
     output: Any = None
+    guardrails: list[GuardrailRecord] = field(default_factory=list)
 
     @property
     def usage(self) -> Usage:
@@ -149,6 +185,11 @@ class RunRecord:
             "output": to_jsonable_python(self.output, fallback=str),
             "usage": self.usage.model_dump(mode="json"),
             "steps": [step.to_dict() for step in self.steps],
+            **(
+                {"guardrails": [entry.to_dict() for entry in self.guardrails]}
+                if self.guardrails
+                else {}
+            ),
         }
 
     @classmethod
@@ -156,7 +197,9 @@ class RunRecord:
         """The inverse of `to_dict`: the steps come back whole; `output` in its JSON form
         (a model instance as a dict), since `to_dict` keeps no type."""
         return cls(
-            [StepRecord.from_dict(step) for step in data.get("steps", [])], data.get("output")
+            [StepRecord.from_dict(step) for step in data.get("steps", [])],
+            data.get("output"),
+            [GuardrailRecord.from_dict(entry) for entry in data.get("guardrails", [])],
         )
 
 

@@ -8,7 +8,7 @@ partial (often empty) reply as if it were the answer.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterable, Iterable
+from collections.abc import AsyncIterable, Callable, Iterable
 from typing import Any
 
 from promptimus.dto import (
@@ -142,6 +142,18 @@ async def aaccumulate(deltas: AsyncIterable[MessageDelta]) -> Message:
     async for delta in deltas:
         acc.add(delta)
     return acc.finish()
+
+
+async def aaccumulate_each(
+    deltas: AsyncIterable[MessageDelta], on_delta: Callable[[MessageDelta], object], source: str
+) -> Message:
+    """`aaccumulate`, handing each delta to `on_delta` as it arrives; `source` names the stream
+    in the error when it was cut off."""
+    acc = MessageAccumulator()
+    async for delta in deltas:
+        acc.add(delta)
+        on_delta(delta)
+    return acc.finish(source)
 
 
 def stream_interrupted(

@@ -29,10 +29,13 @@ retrying the same request would be cut off again.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import copy
 import json
 import logging
 import re
+from collections.abc import AsyncIterator, Callable
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel, ValidationError
@@ -54,6 +57,7 @@ from ..observe.provider_calls import report_event
 from ..prompts.prompt import Prompt
 from ..prompts.template import format_template
 from .memory import as_messages
+from .partial_output import PartialReader
 
 __all__ = ["StructuralOutput", "format_validation_error", "openai_response_format"]
 
@@ -346,6 +350,68 @@ class StructuralOutput(Module, Generic[T]):
         )
 
     async def forward(self, history: list[Message] | Message | str, **prompt_vars: Any) -> T:
+        return await self._answer(history, prompt_vars, None)
+
+    async def stream(
+        self, history: list[Message] | Message | str, **prompt_vars: Any
+    ) -> AsyncIterator[BaseModel]:
+        """The answer while it streams: partial objects (instances of
+        `partial_model(output_model)`: the fields that arrived and validate, in order) as the
+        reply comes in, then the fully validated `output_model` instance, last. A reply that
+        fails validation is sent back as by `forward` (the next attempt's partials start
+        afresh). A call of this module like `forward`: hooks, tracing and usage see it."""
+        queue: asyncio.Queue[BaseModel] = asyncio.Queue()
+
+        async def answer(module: StructuralOutput[T], history: Any, **variables: Any) -> T:
+            return await module._answer(history, variables, queue.put_nowait)
+
+        task = asyncio.ensure_future(self._call(answer, (history,), prompt_vars))
+        try:
+            while True:
+                getter = asyncio.ensure_future(queue.get())
+                await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                    continue
+                getter.cancel()
+                while not queue.empty():
+                    yield queue.get_nowait()
+                yield task.result()
+                return
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def _ask(
+        self,
+        messages: list[Message],
+        params: dict[str, Any],
+        variables: dict[str, Any],
+        on_partial: Callable[[BaseModel], object] | None,
+    ) -> Message:
+        """One request: through `predictor.forward`, or streamed with its partial objects."""
+        if on_partial is None:
+            return await self.predictor.forward(messages, provider_kwargs=params, **variables)
+        reader = PartialReader(self.output_model)
+        pieces: list[str] = []
+
+        def on_delta(delta: Any) -> None:
+            if delta.content:
+                pieces.append(delta.content)
+                snapshot = reader.feed("".join(pieces))
+                if snapshot is not None:
+                    on_partial(snapshot)
+
+        return await self.predictor.forward_streamed(messages, on_delta, params, **variables)
+
+    async def _answer(
+        self,
+        history: list[Message] | Message | str,
+        prompt_vars: dict[str, Any],
+        on_partial: Callable[[BaseModel], object] | None,
+    ) -> T:
         messages = as_messages(history, MessageRole.USER)
         variables = {"schema_description": self.model_json_schema.value, **prompt_vars}
         llm = self.predictor.llm
@@ -355,10 +421,11 @@ class StructuralOutput(Module, Generic[T]):
         while len(raw) <= self.n_retries:
             extra = self.schema_instructions(mode)
             try:
-                reply = await self.predictor.forward(
+                reply = await self._ask(
                     [extra, *messages] if extra is not None else messages,
-                    provider_kwargs=self.provider_kwargs(mode),
-                    **variables,
+                    self.provider_kwargs(mode),
+                    variables,
+                    on_partial,
                 )
             except RequestRejected as exc:
                 weaker = self.fall_back(mode, exc)

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import Module
-from ..dto import Message
+from ..dto import Message, MessageDelta
+from ..llms.accumulator import aaccumulate_each
+from ..observe.provider_calls import provider_call
 from ..tools.run_context import RunContext
 
 __all__ = ["BasePrompt", "PreparedPrompt"]
@@ -57,6 +59,47 @@ class BasePrompt(Module):
     def check_variables(self, variables: Mapping[str, Any]) -> None:
         """Raise `PromptFormatError` if rendering with `variables` would (naming what is
         missing), computing nothing else."""
+
+    async def forward_streamed(
+        self,
+        history: list[Message] | None,
+        on_delta: Callable[[MessageDelta], object],
+        provider_kwargs: dict[str, Any] | None = None,
+        **variables: Any,
+    ) -> Message:
+        """`forward`, with the reply read from the LLM's stream and each piece handed to
+        `on_delta` as it arrives; a call of this prompt like `forward` (its hooks see the same
+        arguments), and a stream cut off before the model finished is `StreamInterrupted`."""
+
+        async def streamed(
+            prompt: BasePrompt,
+            history: list[Message] | None,
+            provider_kwargs: dict[str, Any] | None = None,
+            **variables: Any,
+        ) -> Message:
+            prepared = await prompt.prepare(None)
+            messages = prepared.render(history, **variables)
+            llm, params = prompt.llm, provider_kwargs or {}
+            async with provider_call(
+                "llm",
+                prompt,
+                llm,
+                messages,
+                params,
+                template=prepared.template,
+                variables=variables,
+                stream=True,
+            ) as call:
+                call.output = await aaccumulate_each(
+                    llm.astream(messages, **params), on_delta, f"a call to {llm!r}"
+                )
+            reply: Message = call.output
+            return reply
+
+        reply: Message = await self._call(
+            streamed, (history,), {"provider_kwargs": provider_kwargs, **variables}
+        )
+        return reply
 
     async def arender(
         self,

@@ -40,6 +40,8 @@ class ActiveRun:
     conversation: list[Message] = field(default_factory=list)
     keep: list[Message] = field(default_factory=list)
     steps: int = 0
+    guard_retries: dict[int, int] = field(default_factory=dict)
+    """How many times each output guardrail (by id) sent an answer back in this run."""
 
     @classmethod
     def of(

@@ -12,6 +12,7 @@ from ...dto import Message
 from ...dto.run_record import ToolCallRecord
 from ...errors import RequestRejected
 from ...modules.memory import MemoryModule
+from ...modules.partial_output import PartialReader
 from ...tools.run_context import HandoffView
 from ...tools.tool import Tool
 from ..live_tools import LiveTools
@@ -85,6 +86,11 @@ class LoopAgent(Module):
     def _preamble(self, variables: dict[str, Any], state: LoopState | None = None) -> list[Message]:
         """Messages sent after the system prompt and before the conversation (not remembered)."""
         return []
+
+    def _partial_reader(self) -> PartialReader | None:
+        """What reads a streamed answer into partial objects (`PartialOutput` events) when
+        the agent's output is structured; None otherwise."""
+        return None
 
     def _handoff_view(self) -> HandoffView | None:
         """How a sub-agent with `handoff_history` sees the conversation (None: the native rules

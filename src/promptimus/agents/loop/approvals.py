@@ -5,12 +5,13 @@ are answered, and the loop goes on as an uninterrupted run would."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ...dto.run_record import ToolCallRecord
 from ...errors import InvalidArgument, RunStateConsumed
+from ...guardrails.guardrail import ToolGuardrail
 from ...tools.run_context import RunContext
 from ..events import NeedsApproval
 from ..resume_ledger import claim_resume
@@ -18,6 +19,7 @@ from ..run_state import Approval, PausedCall, RunState, denial_text
 from .active_run import ActiveRun, tool_event
 from .agent import LoopAgent
 from .decisions import ToolInvocation
+from .guarding import screen_tool_call
 from .tool_calls import execute_tools, server_of
 
 __all__ = ["ResumePlan", "pause", "plan_resume", "resume_run", "run_screened"]
@@ -77,10 +79,18 @@ async def run_screened(
     ctx: RunContext[Any],
     offered: list[str] | None,
     approval: bool,
+    tool_guards: Sequence[ToolGuardrail] = (),
 ) -> tuple[list[ToolCallRecord], list[PausedCall]]:
-    """Run the calls a step may run now; answer those to tools not offered at this step; hold
-    those waiting for approval. The records (in request order) and the held calls."""
-    runnable, answered, paused = await _screen(run.agent, calls, ctx, offered, approval)
+    """Run the calls a step may run now; answer those to tools not offered at this step and
+    those the tool guardrails refuse; hold those waiting for approval. The records (in request
+    order) and the held calls."""
+    refused: dict[int, ToolCallRecord] = {}
+    for position, call in enumerate(calls):  # all screened before any runs
+        entry = await screen_tool_call(run, tool_guards, call, ctx.step) if tool_guards else None
+        if entry is not None:
+            entry.server = server_of(run.agent, call.name)
+            refused[position] = entry
+    runnable, answered, paused = await _screen(run.agent, calls, ctx, offered, approval, refused)
     if run.emit is not None:
         for entry in answered.values():
             if entry.approval is None:
@@ -96,15 +106,19 @@ async def _screen(
     ctx: RunContext[Any],
     offered: list[str] | None,
     approval: bool,
+    refused: dict[int, ToolCallRecord],
 ) -> tuple[list[ToolInvocation], dict[int, ToolCallRecord], list[PausedCall]]:
-    """Split a reply's calls into those to run now, those answered without running (a tool
-    not offered at this step, a call waiting for approval) and the paused ones."""
+    """Split a reply's calls into those to run now, those answered without running (`refused`
+    by a guardrail, a tool not offered at this step, a call waiting for approval) and the
+    paused ones."""
     runnable: list[ToolInvocation] = []
-    answered: dict[int, ToolCallRecord] = {}
+    answered: dict[int, ToolCallRecord] = dict(refused)
     paused: list[PausedCall] = []
     ids: set[str] = set()
     executor = agent.executor if agent.executor.holds_calls else None
     for position, call in enumerate(calls):
+        if position in answered:
+            continue
         if offered is not None and call.name not in offered:
             names = ", ".join(offered) or "none"
             answered[position] = ToolCallRecord(

@@ -15,7 +15,7 @@ from typing import Any
 
 from ...core.module import wrap_as_call
 from ...dto import Message, MessageDelta
-from ...llms.accumulator import MessageAccumulator
+from ...llms.accumulator import aaccumulate_each
 from ...observe.provider_calls import provider_call
 from ...prompts.base_prompt import BasePrompt
 
@@ -55,12 +55,10 @@ async def _reply(
         if on_delta is None:
             call.output = await llm.achat(messages, **params)
         else:
-            accumulator = MessageAccumulator()
-            async for delta in llm.astream(messages, **params):
-                accumulator.add(delta)
-                on_delta(delta)
             # a stream that ended without a finish_reason was cut off: never an answer
-            call.output = accumulator.finish(f"a call to {llm!r}")
+            call.output = await aaccumulate_each(
+                llm.astream(messages, **params), on_delta, f"a call to {llm!r}"
+            )
     reply: Message = call.output
     return reply
 

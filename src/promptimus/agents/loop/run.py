@@ -8,19 +8,36 @@ memory and ends the run, a `Retry` sends feedback, an `Act` runs the tool calls 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 from ...dto import Message, MessageDelta, Usage
 from ...dto.run_record import RunRecord, StepRecord
 from ...errors import MaxIterExceeded, RequestRejected
 from ...modules.memory import as_messages
+from ...modules.partial_output import PartialReader
 from ...observe.provider_calls import report_event
-from ..events import FinalResult, NeedsApproval, ReasoningDelta, TextDelta, ToolCallEvent
+from ..events import (
+    FinalResult,
+    NeedsApproval,
+    PartialOutput,
+    ReasoningDelta,
+    TextDelta,
+    ToolCallEvent,
+)
 from ..image_fallback import refused_images
 from .active_run import ActiveRun, Emit
 from .agent import LoopAgent
 from .approvals import ResumePlan, pause, resume_run, run_screened
 from .decisions import Act, Final, Retry
+from .guarding import (
+    REPLACED,
+    guards_of,
+    race_input_check,
+    screen_output,
+    screen_request,
+    start_input_check,
+)
 from .model_call import ModelRequest
 from .request import RunOptions, build_request, current_options
 from .tool_calls import execute_tools, server_of
@@ -45,8 +62,13 @@ async def drive(
     pause for approval."""
     run = ActiveRun.of(agent, deps, prompt_vars, record, emit)
     agent._begin_run(run.llm, run.state)
+    guards = guards_of(agent)
+    check, new = None, []
     if resume is None:
         new = as_messages(request, agent.predictor.new_message_role)
+        if guards is not None:
+            new = await screen_request(run, guards.input, new)  # before any model request
+            check = start_input_check(run, guards.parallel, new) if guards.parallel else None
         run.conversation = [*await agent.executor.history(run.memory), *new]
         run.keep = list(new)  # what the memory gains if the run succeeds
     else:
@@ -62,7 +84,14 @@ async def drive(
                 messages=run.conversation,
             )
         step_request, offered = await build_request(run, options)
-        reply = await _call_model(run, step_request)
+        if check is None:
+            reply = await _call_model(run, step_request)
+        else:
+            raced = await race_input_check(run, check, new, partial(_call_model, run, step_request))
+            check = None
+            if raced is REPLACED:
+                continue
+            reply = raced  # type: ignore[assignment]
         if reply is None:  # rejected, and the agent adapted: send the step again
             options = options.adapted(run)
             continue
@@ -73,12 +102,13 @@ async def drive(
 
 class _Deltas:
     """Shows a streamed reply's pieces as events, counting them (a request the server rejects
-    after some arrived cannot be sent again)."""
+    after some arrived cannot be sent again), and a structured answer's partial objects."""
 
-    __slots__ = ("count", "emit", "step")
+    __slots__ = ("count", "emit", "pieces", "reader", "step")
 
-    def __init__(self, emit: Emit, step: int) -> None:
-        self.emit, self.step, self.count = emit, step, 0
+    def __init__(self, emit: Emit, step: int, reader: PartialReader | None) -> None:
+        self.emit, self.step, self.count, self.reader = emit, step, 0, reader
+        self.pieces: list[str] = []
 
     def __call__(self, delta: MessageDelta) -> None:
         self.count += 1
@@ -86,13 +116,22 @@ class _Deltas:
             self.emit(ReasoningDelta(delta.reasoning, self.step))
         if delta.content:
             self.emit(TextDelta(delta.content, self.step))
+            if self.reader is not None:
+                self.pieces.append(delta.content)
+                snapshot = self.reader.feed("".join(self.pieces))
+                if snapshot is not None:
+                    self.emit(PartialOutput(snapshot, self.step))
 
 
 async def _call_model(run: ActiveRun, request: ModelRequest) -> Message | None:
     """The reply to one step's request; None when the server rejected it and the agent adapted
     (a weaker structured-output mode, images described in text)."""
     agent, llm, state = run.agent, run.llm, run.state
-    deltas = None if run.emit is None else _Deltas(run.emit, len(run.record.steps))
+    deltas = (
+        None
+        if run.emit is None
+        else _Deltas(run.emit, len(run.record.steps), agent._partial_reader())
+    )
     try:
         reply = await agent.executor.call_model(run.prompt, request, deltas)
     except RequestRejected as exc:
@@ -119,6 +158,13 @@ async def _settle(
     run.steps += 1
     decision = run.agent._interpret(reply, run.state)
     if isinstance(decision, Final):
+        guards = guards_of(run.agent)
+        if guards is not None and guards.output:
+            screened = await screen_output(run, guards.output, index, decision)
+            if isinstance(screened, Retry):
+                _retry(run, step, screened)
+                return None
+            decision = screened
         return await _finish(run, step, decision)
     if isinstance(decision, Retry):
         _retry(run, step, decision)
@@ -164,10 +210,15 @@ async def _act(
             server = server_of(agent, call.name)
             run.emit(ToolCallEvent(call.id, call.name, call.arguments, index, server))
     ctx = run.tool_context(index)
-    if offered is None and not approval and not agent.executor.holds_calls:
+    guarded = guards_of(agent)
+    if guarded is None or not guarded.tool:
+        guarded = None
+    if offered is None and not approval and not agent.executor.holds_calls and guarded is None:
         records = await execute_tools(agent, calls, ctx, run.emit)
     else:
-        records, paused = await run_screened(run, calls, ctx, offered, approval)
+        records, paused = await run_screened(
+            run, calls, ctx, offered, approval, guarded.tool if guarded else ()
+        )
         if paused:
             step.tool_calls = records
             return pause(run, index, paused)

@@ -1,0 +1,122 @@
+"""`Guarded`: input and output guardrails around any module's `forward`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..core import Module, ModuleList
+from ..dto import Message, MessageRole
+from ..errors import InvalidArgument, InvalidVerdict
+from .guardrail import Guardrail, ToolGuardrail
+from .screen import Guards, checked_guardrails, screen_text, tripped
+
+__all__ = ["Guarded"]
+
+
+class Guarded(Module):
+    """`module` with `guardrails` around its `forward`: input guardrails check the request
+    (the first argument: a text, a message, or a list of messages, whose last user message is
+    checked), output guardrails check what `module` returns (a text, a message's content, or a
+    pydantic model as JSON). A replacement is passed on in place of the original; a block raises
+    `GuardrailTripped`, or for an output guardrail with `retry=N` calls `module` again, up to N
+    times. Input guardrails are all waited for here (`parallel` applies to agents, whose first
+    model request can start beside the check). Tool guardrails need an agent: give them to the
+    agent's `guardrails=`."""
+
+    def __init__(self, module: Module, guardrails: Iterable[Guardrail]) -> None:
+        super().__init__()
+        if not isinstance(module, Module):
+            raise InvalidArgument(f"Guarded wraps a Module, got {type(module).__name__}.")
+        guards = checked_guardrails(guardrails)
+        if any(isinstance(guard, ToolGuardrail) for guard in guards):
+            raise InvalidArgument(
+                "Guarded runs input and output guardrails; a ToolGuardrail needs an agent: pass "
+                "it to the agent's guardrails=[...]."
+            )
+        self.module = module
+        self.guardrails = ModuleList(guards)
+
+    async def forward(self, *args: Any, **kwargs: Any) -> Any:
+        guards = Guards.of(self.guardrails)
+        inputs = (*guards.input, *guards.parallel)
+        if inputs and args:
+            args = (await self._screen_request(inputs, args[0]), *args[1:])
+        retries: dict[int, int] = {}
+        while True:
+            output = await self.module(*args, **kwargs)
+            if not guards.output:
+                return output
+            text = _output_text(output)
+            screened, _, blocked = await screen_text(guards.output, text)
+            if blocked is None:
+                return output if screened == text else _replaced(output, screened)
+            guard = blocked.guard
+            used = retries.get(id(guard), 0)
+            if used >= getattr(guard, "retry", 0):
+                raise tripped(blocked, f"Guarded {self.module.path!r}")
+            retries[id(guard)] = used + 1
+
+    async def _screen_request(self, guards: tuple[Guardrail, ...], request: Any) -> Any:
+        where = f"Guarded {self.module.path!r}"
+        if isinstance(request, str):
+            text, _, blocked = await screen_text(guards, request)
+            if blocked is not None:
+                raise tripped(blocked, where)
+            return text
+        messages = [request] if isinstance(request, Message) else request
+        if not (isinstance(messages, list) and messages):
+            return request
+        position = _last_user(messages)
+        if position is None:
+            return request
+        original = messages[position]
+        text, _, blocked = await screen_text(guards, original.content)
+        if blocked is not None:
+            raise tripped(blocked, where)
+        if text == original.content:
+            return request
+        changed = original.model_copy(update={"content": text})
+        if isinstance(request, Message):
+            return changed
+        return [*messages[:position], changed, *messages[position + 1 :]]
+
+
+def _last_user(messages: list[Any]) -> int | None:
+    for position in range(len(messages) - 1, -1, -1):
+        message = messages[position]
+        if isinstance(message, Message) and message.role == MessageRole.USER:
+            return position
+    return None
+
+
+def _output_text(output: Any) -> str:
+    if isinstance(output, str):
+        return output
+    if isinstance(output, Message):
+        return output.content
+    if isinstance(output, BaseModel):
+        return output.model_dump_json()
+    return str(output)
+
+
+def _replaced(output: Any, text: str) -> Any:
+    """`output` with the text an output guardrail put in its place."""
+    if isinstance(output, str):
+        return text
+    if isinstance(output, Message):
+        return output.model_copy(update={"content": text})
+    if isinstance(output, BaseModel):
+        try:
+            return type(output).model_validate_json(text)
+        except ValidationError as exc:
+            raise InvalidVerdict(
+                f"An output guardrail replaced a {type(output).__name__} with text that is not "
+                f"a valid one ({exc.error_count()} error(s)): replace it with its JSON form."
+            ) from None
+    raise InvalidVerdict(
+        f"An output guardrail cannot replace a {type(output).__name__}: only a text, a message "
+        "or a pydantic model."
+    )
