@@ -29,6 +29,7 @@ from promptimus.errors import (
     DurableRunNotFound,
     DurableSetupError,
     InvalidArgument,
+    InvalidWorkflowId,
     MaxIterExceeded,
 )
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
@@ -383,3 +384,73 @@ async def test_enqueued_runs_complete_with_at_most_the_queues_concurrency_at_onc
     assert srv.max_in_flight == 1
     with pytest.raises(DurableInputMismatch):
         await durable.enqueue("another ticket", workflow_id="q-0")
+
+
+@pytest.mark.parametrize(
+    "workflow_id",
+    ["\ud800", "   ", "a\x00b", "x" * 1_000_000, "t-42/approval/1/c2"],
+    ids=["lone-surrogate", "blank", "nul", "one-megabyte", "approval-separator"],
+)
+async def test_a_workflow_id_no_run_can_have_is_refused_before_dbos_sees_it(
+    system_db: Path | str, srv: FakeOpenAIServer, workflow_id: str
+) -> None:
+    configure(system_db)
+    durable = DurableAgent(native(srv, []), name="chat")
+    DBOS.launch()
+    srv.chat.script("hi")
+    with pytest.raises(InvalidWorkflowId, match="workflow_id"):
+        await durable.run("hi", workflow_id=workflow_id)
+    with pytest.raises(InvalidWorkflowId, match="workflow_id"):
+        await durable.enqueue("hi", workflow_id=workflow_id)
+    with pytest.raises(InvalidWorkflowId, match="workflow_id"):
+        await durable.result(workflow_id)
+    with pytest.raises(InvalidWorkflowId, match="workflow_id"):
+        await durable.approve(workflow_id, "c1")
+    with pytest.raises(InvalidWorkflowId, match="workflow_id"):
+        [event async for event in durable.stream("hi", workflow_id=workflow_id)]
+    assert await DBOS.list_workflows_async() == []
+    assert srv.chat.requests == []
+
+
+async def test_no_run_can_take_the_id_of_another_runs_decision(
+    system_db: Path | str, srv: FakeOpenAIServer
+) -> None:
+    ledger = Ledger()
+    configure(system_db)
+    durable = DurableAgent(native(srv, ledger.tools(refund_approval=True)), name="refunds")
+    DBOS.launch()
+    srv.chat.script(*refund_script())
+    paused = await durable.run("Refund order 42", workflow_id="t-42")
+    assert [p.id for p in paused.pending] == ["c2"]
+
+    with pytest.raises(InvalidWorkflowId, match="/approval"):
+        await durable.enqueue("Refund order 42", workflow_id="t-42/approval/1/c2")
+    await durable.approve("t-42", "c2", True)
+    result = await durable.result("t-42")
+    assert result.output.content == "Refunded 30 EUR for order 42."
+    assert ledger.ran == [("lookup", 42), ("refund", 42)]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"poll_interval": float("inf")},
+        {"poll_interval": float("nan")},
+        {"poll_interval": "0.1"},
+        {"poll_interval": 0},
+        {"poll_interval": True},
+        {"concurrency": True},
+        {"concurrency": 1.5},
+        {"concurrency": "2"},
+        {"worker_concurrency": True},
+        {"worker_concurrency": 0},
+        {"store": "sessions.db"},
+    ],
+    ids=repr,
+)
+def test_a_durable_agents_numbers_are_checked_where_they_are_given(
+    dbos_db: Path, srv: FakeOpenAIServer, options: dict[str, Any]
+) -> None:
+    (name,) = options
+    with pytest.raises(InvalidArgument, match=name):
+        DurableAgent(native(srv, []), name="chat", **options)
