@@ -12,6 +12,10 @@ run twice silently. So before such a call, a marker step records that it began; 
 run finds the marker but no result, the call's outcome is unknown, and `hold` pauses the run
 for a person's decision (`needs_approval`, with the reason) instead of running it again.
 
+The memory read and the commit are those of the run's own conversation: empty, or the stored
+conversation it names (`promptimus.durable.conversation`, which also keeps a resumed commit
+from appending its turn twice).
+
 Step ids must come out the same in every execution of a run. Tool calls of one reply run
 concurrently, so each call takes its ids synchronously when it starts (`DBOS.reserve_step`);
 calls start in request order, so the ids do too.
