@@ -719,6 +719,19 @@ class DurableRunStopped(DurableError):
     attempts."""
 
 
+class InvalidWorkflowId(DurableError, InvalidArgument):
+    """A durable run's `workflow_id` that cannot name a run: not text, empty or only
+    whitespace, a NUL character, a lone surrogate, longer than
+    `promptimus.core.session.MAX_SESSION_ID_CHARS`, or holding the separator of the ids that
+    durable runs reserve for their approvals."""
+
+
+class DurableSessionError(DurableError):
+    """A durable run was asked to keep a conversation it cannot keep: a `session_id` without a
+    session store on the `DurableAgent`, or a run started inside a `Session` whose conversation
+    a recovering process could not find."""
+
+
 # --- guardrails ---------------------------------------------------------------------------------
 
 

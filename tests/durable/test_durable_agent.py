@@ -29,6 +29,7 @@ from promptimus.errors import (
     DurableRunNotFound,
     DurableSetupError,
     InvalidArgument,
+    InvalidWorkflowId,
     MaxIterExceeded,
 )
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
@@ -91,7 +92,7 @@ async def test_a_durable_run_returns_what_a_plain_run_returns(
     assert result.status == "completed"
     assert result.output == plain.output
     assert durable_ledger.ran == plain_ledger.ran == [("lookup", 42), ("refund", 42)]
-    assert [m.content for m in agent.memory.data][-1] == plain.output.content
+    assert list(agent.memory.data) == []  # the worker's memory is no run's conversation
     assert len(result.record.steps) == len(plain.record.steps) == 3
     assert result.record.usage == plain.record.usage
     # joining the finished run by its id sends nothing and runs nothing again
@@ -100,22 +101,6 @@ async def test_a_durable_run_returns_what_a_plain_run_returns(
     assert again.output == result.output
     assert (len(srv.chat.requests), len(durable_ledger.ran)) == (sent, 2)
     assert (await durable.result("t-42")).output == result.output
-
-
-async def test_the_memory_gains_the_run_once_and_the_next_run_starts_from_it(
-    dbos_db: Path, srv: FakeOpenAIServer
-) -> None:
-    configure(dbos_db)
-    agent = native(srv, [])
-    durable = DurableAgent(agent, name="chat")
-    DBOS.launch()
-    srv.chat.script("Hello Ann.", "Your name is Ann.")
-    await durable.run("I am Ann.")
-    second = await durable.run("Who am I?")
-    assert second.output.content == "Your name is Ann."
-    sent = [m["content"] for m in srv.chat.requests[-1]["messages"][1:]]
-    assert sent == ["I am Ann.", "Hello Ann.", "Who am I?"]
-    assert [m.content for m in agent.memory.data] == [*sent, "Your name is Ann."]
 
 
 @pytest.mark.parametrize("kind", ["native", "react"])
@@ -399,3 +384,73 @@ async def test_enqueued_runs_complete_with_at_most_the_queues_concurrency_at_onc
     assert srv.max_in_flight == 1
     with pytest.raises(DurableInputMismatch):
         await durable.enqueue("another ticket", workflow_id="q-0")
+
+
+@pytest.mark.parametrize(
+    "workflow_id",
+    ["\ud800", "   ", "a\x00b", "x" * 1_000_000, "t-42/approval/1/c2"],
+    ids=["lone-surrogate", "blank", "nul", "one-megabyte", "approval-separator"],
+)
+async def test_a_workflow_id_no_run_can_have_is_refused_before_dbos_sees_it(
+    system_db: Path | str, srv: FakeOpenAIServer, workflow_id: str
+) -> None:
+    configure(system_db)
+    durable = DurableAgent(native(srv, []), name="chat")
+    DBOS.launch()
+    srv.chat.script("hi")
+    with pytest.raises(InvalidWorkflowId, match="workflow_id"):
+        await durable.run("hi", workflow_id=workflow_id)
+    with pytest.raises(InvalidWorkflowId, match="workflow_id"):
+        await durable.enqueue("hi", workflow_id=workflow_id)
+    with pytest.raises(InvalidWorkflowId, match="workflow_id"):
+        await durable.result(workflow_id)
+    with pytest.raises(InvalidWorkflowId, match="workflow_id"):
+        await durable.approve(workflow_id, "c1")
+    with pytest.raises(InvalidWorkflowId, match="workflow_id"):
+        [event async for event in durable.stream("hi", workflow_id=workflow_id)]
+    assert await DBOS.list_workflows_async() == []
+    assert srv.chat.requests == []
+
+
+async def test_no_run_can_take_the_id_of_another_runs_decision(
+    system_db: Path | str, srv: FakeOpenAIServer
+) -> None:
+    ledger = Ledger()
+    configure(system_db)
+    durable = DurableAgent(native(srv, ledger.tools(refund_approval=True)), name="refunds")
+    DBOS.launch()
+    srv.chat.script(*refund_script())
+    paused = await durable.run("Refund order 42", workflow_id="t-42")
+    assert [p.id for p in paused.pending] == ["c2"]
+
+    with pytest.raises(InvalidWorkflowId, match="/approval"):
+        await durable.enqueue("Refund order 42", workflow_id="t-42/approval/1/c2")
+    await durable.approve("t-42", "c2", True)
+    result = await durable.result("t-42")
+    assert result.output.content == "Refunded 30 EUR for order 42."
+    assert ledger.ran == [("lookup", 42), ("refund", 42)]
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"poll_interval": float("inf")},
+        {"poll_interval": float("nan")},
+        {"poll_interval": "0.1"},
+        {"poll_interval": 0},
+        {"poll_interval": True},
+        {"concurrency": True},
+        {"concurrency": 1.5},
+        {"concurrency": "2"},
+        {"worker_concurrency": True},
+        {"worker_concurrency": 0},
+        {"store": "sessions.db"},
+    ],
+    ids=repr,
+)
+def test_a_durable_agents_numbers_are_checked_where_they_are_given(
+    dbos_db: Path, srv: FakeOpenAIServer, options: dict[str, Any]
+) -> None:
+    (name,) = options
+    with pytest.raises(InvalidArgument, match=name):
+        DurableAgent(native(srv, []), name="chat", **options)

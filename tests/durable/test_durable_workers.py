@@ -57,11 +57,21 @@ class Model:
         return Reply(content=f"{run} finished")
 
 
-def start(mode: str, url: str, executor: str, folder: Path, server: FakeOpenAIServer) -> Any:
+def start(
+    mode: str,
+    url: str,
+    executor: str,
+    folder: Path,
+    server: FakeOpenAIServer,
+    *,
+    runs: int = RUNS,
+    concurrency: int = QUEUE_LIMIT,
+) -> Any:
     """A process of tests/support/durable_worker.py; its stderr (DBOS's log, a traceback) goes to a
     file, which no pipe left unread can block."""
     command = [sys.executable, str(WORKER), mode, url, "--executor", executor]
-    command += ["--folder", str(folder), "--base-url", server.base_url, "--runs", str(RUNS)]
+    command += ["--folder", str(folder), "--base-url", server.base_url, "--runs", str(runs)]
+    command += ["--concurrency", str(concurrency)]
     log = folder / f"{mode}-{executor}-{time.monotonic_ns()}.log"
     with log.open("wb") as stderr:
         process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=stderr, text=True)
@@ -157,3 +167,72 @@ def test_three_workers_complete_sixty_queued_runs_exactly_once_when_one_is_kille
     executors = {line.split()[2] for line in lines(effects)}
     assert len(executors) >= 2, executors
     assert max_in_flight <= QUEUE_LIMIT
+
+
+FLEET_RUNS = 12
+FLEET_BLOCKING_RUN = "run-7"
+
+
+class ConversationModel(Model):
+    """Like `Model`, but it answers from every user message it was sent, so a run that was sent
+    another run's conversation answers for that run too."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conversations: list[list[str]] = []
+
+    def __call__(self, body: dict[str, Any]) -> Reply:
+        users = [m["content"] for m in body["messages"] if m["role"] == "user"]
+        with self._lock:
+            self.conversations.append(users)
+        reply = super().__call__(body)
+        if reply.tool_calls:
+            return reply
+        return Reply(content=" | ".join(users) + " finished")
+
+
+def test_three_workers_answer_each_of_twelve_queued_runs_from_its_own_conversation(
+    postgres_url: str, tmp_path: Path
+) -> None:
+    """Three workers, one run at a time each, 12 queued runs; the worker running the chosen run
+    is SIGKILLed while that run's `deliver` call is in flight and a replacement recovers it."""
+    (tmp_path / "blocking-run").write_text(FLEET_BLOCKING_RUN)
+    os.mkfifo(tmp_path / "gate")
+    effects, blocked = tmp_path / "effects", tmp_path / "blocked"
+    model = ConversationModel()
+
+    def fleet(mode: str, executor: str) -> Any:
+        return start(mode, postgres_url, executor, tmp_path, server, runs=FLEET_RUNS, concurrency=0)
+
+    with FakeOpenAIServer(record=False) as server:
+        server.chat.respond_with(model)
+        finish(fleet("enqueue", "web"))
+        workers = {name: fleet("work", name) for name in ("w0", "w1", "w2")}
+        everyone = list(workers.values())
+        with stopped_at_exit(everyone):
+            wait_for(lambda: lines(blocked), f"{FLEET_BLOCKING_RUN} to start delivering", everyone)
+            (victim_pid,) = map(int, lines(blocked))
+            (victim,) = [name for name, p in workers.items() if p.pid == victim_pid]
+            os.kill(victim_pid, signal.SIGKILL)
+            workers[victim].wait(timeout=HANG_GUARD)
+            assert workers[victim].returncode == -signal.SIGKILL
+            everyone.remove(workers[victim])
+
+            replacement = fleet("work", victim)
+            everyone.append(replacement)
+            wait_for(lambda: len(lines(blocked)) == 2, f"{FLEET_BLOCKING_RUN} to resume", everyone)
+            with (tmp_path / "gate").open("w") as gate:
+                gate.write("go")
+            answers = json.loads(finish(fleet("collect", "web")))
+
+    runs = [f"run-{n}" for n in range(FLEET_RUNS)]
+    # every run's answer is its own: each model request carried that run's message alone
+    assert answers == {run: ["completed", f"{run} finished"] for run in runs}
+    assert all(len(users) == 1 for users in model.conversations), model.conversations
+    assert len(model.conversations) == 3 * FLEET_RUNS
+    # only the call in flight at the kill ran twice (it began twice, and took effect once)
+    assert len(lines(blocked)) == 2
+    ran = Counter(" ".join(line.split()[:2]) for line in lines(effects))
+    assert ran == Counter({f"{run} {tool}": 1 for run in runs for tool in TOOLS})
+    assert model.seen == Counter({(run, done): 1 for run in runs for done in range(3)})
+    assert len({line.split()[2] for line in lines(effects)}) >= 2  # spread over workers

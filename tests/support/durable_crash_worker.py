@@ -10,12 +10,14 @@ Each tool appends its name to `--log`. At the point named by `--stop-at` the pro
 - `before:model:<k>`: inside the k-th model step, before the request is sent;
 - `sent:model:<k>`: inside it, after the reply arrived, before DBOS recorded it;
 - `before:tool:<k>`: inside the k-th tool step, before the tool runs;
-- `effect:charge`: inside `charge`, after its effect (the log line), before it returns.
+- `effect:charge`: inside `charge`, after its effect (the log line), before it returns;
+- `appended:turn`: the run's turn is in the session store, its commit step not recorded yet.
 
 With `--stop-at none` the run completes and the process prints the final answer.
 `--charge-once` marks `charge` `idempotent=False`, `--approve-charge` makes it require approval
 (the process prints `status needs_approval` and exits); `--wait` waits for the run instead of
-starting it (the process that recovers it).
+starting it (the process that recovers it). `--sessions FILE` gives the durable agent an
+`SQLiteSessionStore` on FILE and starts the run inside `Session("ann", store=...)`.
 
     python tests/support/durable_crash_worker.py DB --base-url URL --log LOG --signal FIFO \
         --stop-at P
@@ -37,11 +39,14 @@ from typing import Any
 
 from dbos import DBOS
 
+import promptimus as pm
 from promptimus.agents.loop.executor import RunExecutor
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.dto import Message
 from promptimus.durable import DurableAgent, DurableExecutor
 from promptimus.llms import OpenAILike
+from promptimus.protocols.session_store import StoredTurn
+from promptimus.sessions import SQLiteSessionStore
 from promptimus.testing import Reply, ToolCall
 from promptimus.transport.retry import RetryPolicy
 
@@ -190,8 +195,29 @@ class _Stopping(DurableExecutor):
         self._after("commit")
 
 
+class _StoppingStore:
+    """A session store that stops at `appended:turn` once a turn is appended."""
+
+    def __init__(self, inner: SQLiteSessionStore, stop: Stop) -> None:
+        self.inner, self.stop = inner, stop
+
+    async def load_turns(self, session_id: str, since: int = 0) -> list[StoredTurn]:
+        return await self.inner.load_turns(session_id, since)
+
+    async def append_turn(self, session_id: str, payload: str) -> int:
+        seq = await self.inner.append_turn(session_id, payload)
+        self.stop.reach("appended:turn")
+        return seq
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
 async def main(args: argparse.Namespace) -> None:
     stop = Stop(args.stop_at, args.signal)
+    store = (
+        None if args.sessions is None else _StoppingStore(SQLiteSessionStore(args.sessions), stop)
+    )
     agent = build_agent(
         args.base_url,
         args.log,
@@ -200,11 +226,14 @@ async def main(args: argparse.Namespace) -> None:
         stop=stop,
     )
     DBOS(config=dbos_config(args.db))  # type: ignore[arg-type]
-    durable = DurableAgent(agent, name="refunds", poll_interval=0.02)
+    durable = DurableAgent(agent, name="refunds", poll_interval=0.02, store=store)
     DBOS.launch()
     try:
         if args.wait:
             result = await durable.result(WORKFLOW_ID)
+        elif store is not None:
+            async with pm.Session("ann", store=store):
+                result = await durable.run(REQUEST, workflow_id=WORKFLOW_ID)
         else:
             result = await durable.run(REQUEST, workflow_id=WORKFLOW_ID)
         print(f"status {result.status}", flush=True)
@@ -255,6 +284,7 @@ def _import_what_a_run_imports() -> None:
         "dbos._sys_db_sqlite",
         "promptimus.compat",
         "promptimus.llms.openai",
+        "promptimus.sessions",
     ):
         importlib.import_module(name)
 
@@ -273,6 +303,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--charge-once", action="store_true")
     parser.add_argument("--approve-charge", action="store_true", help="charge requires approval")
     parser.add_argument("--wait", action="store_true", help="wait for the run instead of starting")
+    parser.add_argument("--sessions", type=Path, help="a SQLite file of the session store")
     return parser
 
 

@@ -10,6 +10,9 @@ queue and prints `ready`; it runs until SIGTERM. `enqueue` puts runs `run-0` .. 
 queue and `collect` prints each run's final answer as JSON: both listen to no queue, so they
 never run a job themselves.
 
+`--concurrency N` sets the queue's global concurrency (default 2; 0: no global limit); each
+worker runs one job at a time (`worker_concurrency=1`).
+
 Each job is two tool calls and a final answer. Every tool call appends one line `<run> <tool>
 <executor>` to `DIR/effects`: that file is the record of side effects the test counts. The
 second tool of the run named in `DIR/blocking-run` first appends this process's pid to
@@ -76,7 +79,8 @@ def launch(args: argparse.Namespace, *, listen: bool) -> Any:
     config = {"name": APP, "system_database_url": args.url, "executor_id": args.executor}
     DBOS(config={**config, "application_version": "jobs-1", "log_level": "WARNING"})
     agent = build_agent(args.folder, args.base_url, args.executor)
-    durable = DurableAgent(agent, name="jobs", concurrency=QUEUE_LIMIT, worker_concurrency=1)
+    limit = args.concurrency or None
+    durable = DurableAgent(agent, name="jobs", concurrency=limit, worker_concurrency=1)
     if not listen:
         DBOS.listen_queues([])
     DBOS.launch()
@@ -124,6 +128,7 @@ def main() -> None:
     parser.add_argument("--folder", type=Path, required=True)
     parser.add_argument("--base-url", required=True)
     parser.add_argument("--runs", type=int, default=0)
+    parser.add_argument("--concurrency", type=int, default=QUEUE_LIMIT, help="0: no limit")
     args = parser.parse_args()
     asyncio.run({"work": work, "enqueue": enqueue, "collect": collect}[args.mode](args))
 

@@ -8,8 +8,13 @@
     DBOS.launch()                                    # also recovers runs a crash interrupted
     result = await durable.run("Refund order 42", workflow_id="ticket-42")
 
+A run starts from an empty conversation, whichever worker executes it; with
+`DurableAgent(agent, name=..., store=<session store>)`, `run(..., session_id=...)` continues
+that stored conversation (`promptimus.durable.conversation`).
+
 Needs `pip install 'promptimus[dbos]'` (and `promptimus[postgres]` for PostgreSQL). DBOS is
-imported by this package, never by `import promptimus`. See the README, "Durable runs".
+imported by this package, never by `import promptimus`. See the README, "Durable runs", and
+docs/concepts/durable-runs.md.
 """
 
 from .engine import dbos as _dbos

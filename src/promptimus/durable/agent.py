@@ -30,18 +30,26 @@ from ..agents.base_agent import BaseAgent
 from ..agents.events import AgentEvent, FinalResult, NeedsApproval
 from ..agents.run_result import RunResult
 from ..agents.run_state import Approval, RunState
+from ..argument_checks import finite_number, positive_int
+from ..core.session import Session, check_session_id, current_session
 from ..dto import Message
 from ..errors import (
     DurableApprovalError,
     DurableInputMismatch,
     DurableRunNotFound,
     DurableRunStopped,
+    DurableSessionError,
     DurableSetupError,
     InvalidArgument,
+    InvalidSessionId,
+    InvalidWorkflowId,
 )
+from ..protocols.session_store import SessionStore
+from .conversation import RunConversation
 from .engine import is_launched, registered, require_launched
 from .local import listeners, watchers
 from .pause import (
+    APPROVAL_SEPARATOR,
     PAUSE_EVENT,
     Pause,
     decision,
@@ -72,6 +80,12 @@ class DurableAgent(Generic[OutputT]):
     - `enqueue(...)`: put a run on the agent's DBOS queue, for workers (`concurrency`: at most
       that many of its runs at once across all workers; `worker_concurrency`: per worker).
 
+    A run starts from an empty conversation, whichever worker executes it, unless it names
+    one: with `store=` (a session store from `promptimus.sessions`, the same in every process),
+    `run(..., session_id=...)` / `enqueue(..., session_id=...)` continue that stored
+    conversation and append the run to it as one turn (see `promptimus.durable.conversation`).
+    A run started inside `Session(id, store=store)` continues that conversation.
+
     `deps` and template variables are part of the workflow's input: DBOS stores them (pickled)
     so a recovering process can pass them again. `poll_interval` (seconds) is how often a
     process waiting for a run executing elsewhere looks at the database.
@@ -85,6 +99,7 @@ class DurableAgent(Generic[OutputT]):
         concurrency: int | None = None,
         worker_concurrency: int | None = None,
         poll_interval: float = 0.1,
+        store: SessionStore | None = None,
     ) -> None:
         if not isinstance(agent, BaseAgent):
             raise InvalidArgument(
@@ -96,14 +111,18 @@ class DurableAgent(Generic[OutputT]):
                 "A durable agent's name names its runs in the database: 1-100 letters, digits, "
                 f"'_', '.' or '-', starting with a letter or digit; got {name!r}."
             )
-        for label, limit in (
-            ("concurrency", concurrency),
-            ("worker_concurrency", worker_concurrency),
+        if concurrency is not None:
+            concurrency = positive_int(concurrency, "concurrency")
+        if worker_concurrency is not None:
+            worker_concurrency = positive_int(worker_concurrency, "worker_concurrency")
+        poll_interval = finite_number(poll_interval, "poll_interval (seconds)", positive=True)
+        if store is not None and not all(
+            callable(getattr(store, method, None)) for method in ("load_turns", "append_turn")
         ):
-            if limit is not None and (not isinstance(limit, int) or limit < 1):
-                raise InvalidArgument(f"{label} must be a positive int or None, got {limit!r}.")
-        if not poll_interval > 0:
-            raise InvalidArgument(f"poll_interval must be > 0 seconds, got {poll_interval!r}.")
+            raise InvalidArgument(
+                "store= takes a session store (promptimus.sessions: SQLiteSessionStore, "
+                f"PostgresSessionStore, RedisSessionStore), got {type(store).__name__}."
+            )
         if is_launched():
             raise DurableSetupError(
                 f"DurableAgent(name={name!r}) was created after DBOS.launch(): DBOS recovers "
@@ -117,6 +136,7 @@ class DurableAgent(Generic[OutputT]):
         self.concurrency = concurrency
         self.worker_concurrency = worker_concurrency
         self.poll_interval = poll_interval
+        self.store = store
         if registered(self.workflow_name):
             raise DurableSetupError(
                 f"A DurableAgent named {name!r} already exists in this process; give each "
@@ -128,9 +148,13 @@ class DurableAgent(Generic[OutputT]):
         durable = self
 
         async def durable_agent_run(
-            request: Any, deps: Any, prompt_vars: dict[str, Any], fingerprint: str
+            request: Any,
+            deps: Any,
+            prompt_vars: dict[str, Any],
+            fingerprint: str,
+            session_id: str | None = None,
         ) -> RunResult[Any]:
-            return await durable._workflow(request, deps, prompt_vars)
+            return await durable._workflow(request, deps, prompt_vars, session_id)
 
         durable_agent_run.__qualname__ = self.workflow_name
         self._run_workflow = DBOS.workflow(name=self.workflow_name)(durable_agent_run)
@@ -147,12 +171,14 @@ class DurableAgent(Generic[OutputT]):
         deps: Any = None,
         *,
         workflow_id: str | None = None,
+        session_id: str | None = None,
         **prompt_vars: Any,
     ) -> RunResult[OutputT]:
         """Run `request` durably and return its `RunResult` (completed, or paused for approval).
         With the `workflow_id` of an existing run (the same input), join it instead: its result,
-        waiting while it works. Another input under the same id raises `DurableInputMismatch`."""
-        workflow_id, task = await self._start(request, deps, workflow_id, prompt_vars)
+        waiting while it works. Another input under the same id raises `DurableInputMismatch`.
+        `session_id`: the stored conversation the run continues (needs `store=`)."""
+        workflow_id, task = await self._start(request, deps, workflow_id, session_id, prompt_vars)
         return await self._wait(workflow_id, task)
 
     async def stream(
@@ -161,6 +187,7 @@ class DurableAgent(Generic[OutputT]):
         deps: Any = None,
         *,
         workflow_id: str | None = None,
+        session_id: str | None = None,
         **prompt_vars: Any,
     ) -> AsyncIterator[AgentEvent]:
         """Like `run`, yielding the run's events (`promptimus.agents.events`) as this process
@@ -178,7 +205,9 @@ class DurableAgent(Generic[OutputT]):
             raise InvalidArgument(f"The durable run {workflow_id!r} is already streamed here.")
         waiter: asyncio.Future[RunResult[OutputT]] | None = None
         try:
-            workflow_id, task = await self._start(request, deps, workflow_id, prompt_vars)
+            workflow_id, task = await self._start(
+                request, deps, workflow_id, session_id, prompt_vars
+            )
             waiter = asyncio.ensure_future(self._wait(workflow_id, task))
             while True:
                 getting = asyncio.ensure_future(events.get())
@@ -220,6 +249,7 @@ class DurableAgent(Generic[OutputT]):
         each of its pending calls is decided. Deciding a call again the same way does nothing;
         otherwise, and for a call that is not pending, raises `DurableApprovalError`."""
         require_launched("DurableAgent.approve")
+        workflow_id = _check_workflow_id(workflow_id)
         if not isinstance(approved, bool | str):
             raise InvalidArgument(
                 f"approved must be True, False or a reason (text), got {type(approved).__name__}."
@@ -260,18 +290,23 @@ class DurableAgent(Generic[OutputT]):
         deps: Any = None,
         *,
         workflow_id: str | None = None,
+        session_id: str | None = None,
         **prompt_vars: Any,
     ) -> str:
         """Put a run on the agent's DBOS queue and return its workflow id: a worker process
         (any process that created this DurableAgent and launched DBOS on the same database)
-        executes it. Wait for it with `result(workflow_id)`."""
+        executes it. Wait for it with `result(workflow_id)`. `session_id`: as for `run`."""
         require_launched("DurableAgent.enqueue")
+        if request is None:
+            raise InvalidArgument("A durable run needs a request (text, a message or messages).")
         workflow_id = _check_workflow_id(workflow_id)
-        fingerprint = _fingerprint(self.name, request, prompt_vars)
+        session_id = self._conversation_id(session_id)
+        fingerprint = _fingerprint(self.name, request, prompt_vars, session_id)
         _check_picklable(deps, prompt_vars)
         queue = await self.queue()
+        arguments = (request, deps, prompt_vars, fingerprint, *_session_argument(session_id))
         with _conflicts(self, workflow_id), SetWorkflowID(workflow_id):
-            await queue.enqueue_async(self._run_workflow, request, deps, prompt_vars, fingerprint)
+            await queue.enqueue_async(self._run_workflow, *arguments)
         await self._check_input(workflow_id, fingerprint)
         return workflow_id
 
@@ -289,12 +324,14 @@ class DurableAgent(Generic[OutputT]):
     # ------------------------------------------------------------------ the workflow
 
     async def _workflow(
-        self, request: Any, deps: Any, prompt_vars: dict[str, Any]
+        self, request: Any, deps: Any, prompt_vars: dict[str, Any], session_id: str | None
     ) -> RunResult[Any]:
-        """The body of a run's workflow: the agent run, and each pause's durable wait."""
+        """The body of a run's workflow: the agent run, and each pause's durable wait, in a
+        `Session` of the run's own (the worker's memory is no run's conversation)."""
         workflow_id: str = DBOS.workflow_id  # type: ignore[assignment]
+        current = self._execution(workflow_id, session_id)
         try:
-            with executing(Execution(workflow_id)):
+            with Session(f"durable:{workflow_id}"), executing(current):
                 result = await self._attempt(workflow_id, request, deps, prompt_vars, None, None)
                 round_ = 0
                 while result.status == "needs_approval":
@@ -342,6 +379,48 @@ class DurableAgent(Generic[OutputT]):
         assert result is not None  # a stream ends with its outcome or raises
         return result
 
+    def _execution(self, workflow_id: str, session_id: str | None) -> Execution:
+        if session_id is None:
+            return Execution(workflow_id)
+        if self.store is None:
+            raise DurableSessionError(
+                f"The durable run {workflow_id!r} continues the stored conversation "
+                f"{session_id!r}, but this process created DurableAgent(name={self.name!r}) "
+                "without store=: give it the same session store in every process."
+            )
+        session = Session(session_id, store=self.store)
+        agent = self.agent
+        return Execution(workflow_id, RunConversation(session, lambda: agent.memory))
+
+    def _conversation_id(self, session_id: str | None) -> str | None:
+        """The stored conversation a new run continues: `session_id`, else the one of the
+        `Session` it is started in; None for a run that starts empty."""
+        if session_id is None:
+            ambient = current_session()
+            if ambient is None:
+                return None
+            if ambient.store is None:
+                raise DurableSessionError(
+                    f"A durable run was started inside {ambient!r}, whose conversation lives "
+                    "in this process only: a worker that executes or recovers the run could not "
+                    "read it. Keep the conversation in a session store (DurableAgent(..., "
+                    "store=store) and session_id=...), or start the run outside the Session."
+                )
+            if ambient.store is not self.store:
+                raise DurableSessionError(
+                    f"A durable run was started inside {ambient!r}, but "
+                    f"DurableAgent(name={self.name!r}) was not given that store: pass it as "
+                    "store= (the same store in every process), or pass session_id=."
+                )
+            return ambient.name
+        if self.store is None:
+            raise DurableSessionError(
+                f"session_id={session_id!r} names a stored conversation, but "
+                f"DurableAgent(name={self.name!r}) has no store: create it with store= (a "
+                "session store from promptimus.sessions, the same in every process)."
+            )
+        return check_session_id(session_id)
+
     # ------------------------------------------------------------------ starting and waiting
 
     async def _start(
@@ -349,18 +428,19 @@ class DurableAgent(Generic[OutputT]):
         request: Any,
         deps: Any,
         workflow_id: str | None,
+        session_id: str | None,
         prompt_vars: dict[str, Any],
     ) -> tuple[str, asyncio.Future[Any] | None]:
         require_launched("DurableAgent.run")
         if request is None:
             raise InvalidArgument("A durable run needs a request (text, a message or messages).")
         workflow_id = _check_workflow_id(workflow_id)
-        fingerprint = _fingerprint(self.name, request, prompt_vars)
+        session_id = self._conversation_id(session_id)
+        fingerprint = _fingerprint(self.name, request, prompt_vars, session_id)
         _check_picklable(deps, prompt_vars)
+        arguments = (request, deps, prompt_vars, fingerprint, *_session_argument(session_id))
         with _conflicts(self, workflow_id), SetWorkflowID(workflow_id):
-            handle = await DBOS.start_workflow_async(
-                self._run_workflow, request, deps, prompt_vars, fingerprint
-            )
+            handle = await DBOS.start_workflow_async(self._run_workflow, *arguments)
         await self._check_input(workflow_id, fingerprint)
         task = getattr(handle, "task", None)
         return workflow_id, task if isinstance(task, asyncio.Future) else None
@@ -455,15 +535,40 @@ def _conflicts(durable: DurableAgent[Any], workflow_id: str) -> Iterator[None]:
 
 
 def _check_workflow_id(workflow_id: str | None) -> str:
+    """`workflow_id` if it can name a run (the rules of a session id, not blank, and never the
+    separator of the ids reserved for approvals), a new id for None; else `InvalidWorkflowId`."""
     if workflow_id is None:
         return uuid.uuid4().hex
-    if not isinstance(workflow_id, str) or not workflow_id:
-        raise InvalidArgument(f"workflow_id must be non-empty text, got {workflow_id!r}.")
+    try:
+        check_session_id(workflow_id)
+    except InvalidSessionId as exc:
+        refusal = str(exc).replace("A session id", "A durable run's workflow_id")
+        raise InvalidWorkflowId(refusal) from None
+    if not workflow_id.strip():
+        raise InvalidWorkflowId(
+            "A durable run's workflow_id must not be blank (only whitespace): name the run, "
+            "e.g. after the ticket or request it handles."
+        )
+    if APPROVAL_SEPARATOR in workflow_id:
+        raise InvalidWorkflowId(
+            f"A durable run's workflow_id must not contain {APPROVAL_SEPARATOR!r}: durable runs "
+            "reserve ids with it for the approvals of their pending calls. Use another id, got "
+            f"{workflow_id[:100]!r}."
+        )
     return workflow_id
 
 
-def _fingerprint(name: str, request: Any, prompt_vars: dict[str, Any]) -> str:
-    """A hash of what makes a run this run: the durable agent, the request, the variables."""
+def _session_argument(session_id: str | None) -> tuple[str, ...]:
+    """The workflow's last argument: the conversation it continues (none for a run that starts
+    empty, so runs recorded before conversations were named keep their input)."""
+    return () if session_id is None else (session_id,)
+
+
+def _fingerprint(
+    name: str, request: Any, prompt_vars: dict[str, Any], session_id: str | None = None
+) -> str:
+    """A hash of what makes a run this run: the durable agent, the request, the variables, the
+    conversation it continues."""
 
     def plain(value: Any) -> Any:
         if isinstance(value, Message):
@@ -472,7 +577,8 @@ def _fingerprint(name: str, request: Any, prompt_vars: dict[str, Any]) -> str:
             return [plain(item) for item in value]
         return value
 
-    text = json.dumps([name, plain(request), prompt_vars], sort_keys=True, default=repr)
+    identity = [name, plain(request), prompt_vars, *_session_argument(session_id)]
+    text = json.dumps(identity, sort_keys=True, default=repr)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

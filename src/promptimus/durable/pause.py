@@ -7,7 +7,9 @@ pause of the run), the pending calls and the record so far; once they are decide
 pause with `waiting=False` (so a decision repeated late is still recognized). A decision is
 delivered by a small workflow of its own, whose id names the run, the round and the call: so a
 decision is recorded exactly once, a second one for the same call is recognized, and anyone can
-tell which pending calls are decided before the run has read the decisions.
+tell which pending calls are decided before the run has read the decisions. No run's id holds
+`APPROVAL_SEPARATOR` (`DurableAgent` refuses such ids), so no run can take the id of another
+run's decision.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from ..dto.run_record import RunRecord
 from .engine import registered
 
 __all__ = [
+    "APPROVAL_SEPARATOR",
     "APPROVAL_WORKFLOW",
     "PAUSE_EVENT",
     "Pause",
@@ -35,6 +38,7 @@ __all__ = [
 PAUSE_EVENT = "promptimus.pause"
 APPROVAL_TOPIC = "promptimus.approval"
 APPROVAL_WORKFLOW = "promptimus.durable.approval"
+APPROVAL_SEPARATOR = "/approval"
 _WAIT_SECONDS = 24 * 3600.0  # one durable wait; the run waits again after each, for ever
 
 
@@ -50,7 +54,7 @@ class Pause:
 
 def approval_id(workflow_id: str, round_: int, call_id: str) -> str:
     """The id of the workflow that delivers the decision on `call_id` in pause `round_`."""
-    return f"{workflow_id}/approval/{round_}/{call_id}"
+    return f"{workflow_id}{APPROVAL_SEPARATOR}/{round_}/{call_id}"
 
 
 async def _deliver(workflow_id: str, message: dict[str, Any]) -> dict[str, Any]:

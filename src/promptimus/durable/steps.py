@@ -12,6 +12,10 @@ run twice silently. So before such a call, a marker step records that it began; 
 run finds the marker but no result, the call's outcome is unknown, and `hold` pauses the run
 for a person's decision (`needs_approval`, with the reason) instead of running it again.
 
+The memory read and the commit are those of the run's own conversation: empty, or the stored
+conversation it names (`promptimus.durable.conversation`, which also keeps a resumed commit
+from appending its turn twice).
+
 Step ids must come out the same in every execution of a run. Tool calls of one reply run
 concurrently, so each call takes its ids synchronously when it starts (`DBOS.reserve_step`);
 calls start in request order, so the ids do too.
@@ -38,6 +42,7 @@ from ..modules.memory import Memory
 from ..prompts.base_prompt import BasePrompt
 from ..tools.run_context import RunContext
 from ..tools.tool import Tool
+from .conversation import RunConversation
 
 __all__ = ["OUTCOME_UNKNOWN", "DurableExecutor", "Execution", "executing", "execution"]
 
@@ -48,6 +53,7 @@ TOOL_STEP = "promptimus.tool"
 TOOL_BEGUN_STEP = "promptimus.tool-begun"
 HISTORY_STEP = "promptimus.history"
 COMMIT_STEP = "promptimus.commit"
+COMMIT_BEGUN_STEP = "promptimus.commit-begun"
 
 OUTCOME_UNKNOWN = (
     "outcome unknown: the run stopped while this call was running and the tool is not "
@@ -60,9 +66,12 @@ OUTCOME_UNKNOWN = (
 class Execution:
     """One execution of a durable run's workflow (the first, or one resuming after a crash):
     the step ids reserved for the non-idempotent calls `hold` saw, and the ids of the steps
-    earlier executions recorded (read once, when first needed)."""
+    earlier executions recorded (read once, when first needed). `conversation`: the stored
+    conversation the run continues (`promptimus.durable.conversation`), None for a run that
+    starts empty."""
 
     workflow_id: str
+    conversation: RunConversation | None = None
     reserved: dict[int, tuple[ToolInvocation, Any, Any]] = field(default_factory=dict)
     _recorded: set[int] | None = None
 
@@ -115,11 +124,17 @@ class DurableExecutor(RunExecutor):
         self.inner = inner
 
     async def history(self, memory: Memory) -> list[Message]:
-        if execution() is None:
+        current = execution()
+        if current is None:
             return await self.inner.history(memory)
-        return await DBOS.run_step_async(
-            {"name": HISTORY_STEP}, _as_step_body, lambda: self.inner.history(memory)
-        )
+        conversation = current.conversation
+
+        def work() -> Awaitable[list[Message]]:
+            if conversation is None:
+                return self.inner.history(memory)
+            return conversation.read(self.inner)
+
+        return await DBOS.run_step_async({"name": HISTORY_STEP}, _as_step_body, work)
 
     async def call_model(
         self, prompt: BasePrompt, request: ModelRequest, on_delta: DeltaSink | None = None
@@ -133,11 +148,27 @@ class DurableExecutor(RunExecutor):
         )
 
     async def commit(self, memory: Memory, messages: list[Message]) -> None:
-        if execution() is None:
+        current = execution()
+        if current is None:
             return await self.inner.commit(memory, messages)
-        await DBOS.run_step_async(
-            {"name": COMMIT_STEP}, _as_step_body, lambda: self.inner.commit(memory, messages)
-        )
+        conversation = current.conversation
+        if conversation is None:  # the run's own memory, which no other run reads
+            await DBOS.run_step_async(
+                {"name": COMMIT_STEP}, _as_step_body, lambda: self.inner.commit(memory, messages)
+            )
+            return
+        begun, done = DBOS.reserve_step(), DBOS.reserve_step()
+        recorded = await current.recorded()
+        again = begun.step_id in recorded and done.step_id not in recorded
+
+        async def begin() -> int:
+            return len(messages)
+
+        async def append() -> None:
+            await _as_step_body(lambda: conversation.append(self.inner, messages, again=again))
+
+        await begun.run_async({"name": COMMIT_BEGUN_STEP}, begin)
+        await done.run_async({"name": COMMIT_STEP}, append)
 
     async def hold(
         self, tools: ModuleDict, call: ToolInvocation, ctx: RunContext[Any]
