@@ -221,10 +221,11 @@ class FakeGeminiServer:
         if not isinstance(body, dict) or not isinstance(body.get("contents"), list):
             return _error(400, "INVALID_ARGUMENT", "Invalid JSON payload: contents is required.")
         config = body.get("generationConfig") or {}
-        schema = "responseJsonSchema" in config or "responseSchema" in config
-        if (self.reject_response_schema and schema) or (
-            self.reject_json_mode and "responseMimeType" in config
-        ):
+        schema = bool({"responseJsonSchema", "responseSchema"} & config.keys()) or bool(
+            {"response_json_schema", "response_schema"} & config.keys()
+        )
+        json_mode = "responseMimeType" in config or "response_mime_type" in config
+        if (self.reject_response_schema and schema) or (self.reject_json_mode and json_mode):
             field = (
                 "generation_config.response_json_schema"
                 if schema
@@ -325,7 +326,9 @@ class FakeGeminiServer:
         the calls, then the finish reason with the usage."""
         wants = (body.get("generationConfig") or {}).get("thinkingConfig", {})
         parts_by_chunk: list[list[dict[str, Any]]] = []
-        if reply.thought and (reply.always_thoughts or wants.get("includeThoughts")):
+        # proto JSON takes either spelling of a field name (the SDK sends nested ones as given)
+        asked = wants.get("includeThoughts", wants.get("include_thoughts"))
+        if reply.thought and (reply.always_thoughts or asked):
             thought: dict[str, Any] = {"text": reply.thought, "thought": True}
             if reply.thought_signature:
                 thought["thoughtSignature"] = reply.thought_signature
