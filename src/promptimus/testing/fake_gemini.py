@@ -21,6 +21,7 @@ Every request is kept in ``requests`` (`RecordedRequest`) and its JSON in ``gene
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import itertools
 import json
@@ -318,7 +319,8 @@ class FakeGeminiServer:
 
     def _sign(self, given: str | bool | None) -> str | None:
         if given is True:
-            return f"c2lnLXtuZXh0fQ-{next(self._signatures)}"
+            # opaque to the client, base64 like the real ones (the SDK decodes them to bytes)
+            return base64.b64encode(f"sig-{next(self._signatures)}".encode()).decode()
         return given or None
 
     def _chunks(self, reply: GeminiReply, body: dict[str, Any], model: str) -> list[dict[str, Any]]:
@@ -338,6 +340,7 @@ class FakeGeminiServer:
             parts_by_chunk.extend([{"text": piece}] for piece in pieces)
             if reply.signature:
                 parts_by_chunk[-1][0]["thoughtSignature"] = reply.signature
+            if reply.signature and self.require_signatures:
                 with self._lock:
                     self._signed_texts[reply.text] = reply.signature
         calls = [self._call_part(call) for call in reply.calls or ()]
@@ -362,8 +365,9 @@ class FakeGeminiServer:
         signature = self._sign(call.signature)
         if signature is not None:
             part["thoughtSignature"] = signature
-            with self._lock:
-                self._signed_calls[_call_key(function)] = signature
+            if self.require_signatures:
+                with self._lock:
+                    self._signed_calls[_call_key(function)] = signature
         return part
 
     def _usage(self, reply: GeminiReply, body: dict[str, Any]) -> dict[str, int]:
