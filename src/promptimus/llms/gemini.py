@@ -85,8 +85,8 @@ class Gemini(OpenAIEndpoint):
     """Chat with a Gemini model through the Gemini API (``generativelanguage.googleapis.com``).
 
     - ``api_key`` falls back to ``GEMINI_API_KEY``, then ``GOOGLE_API_KEY``, at first call;
-      ``base_url`` to the SDK's default (Google's API) and is the API root (the SDK adds
-      ``/v1beta/models/...``).
+      ``base_url`` (the API root: the SDK adds ``/v1beta/models/...``) to ``GEMINI_BASE_URL``,
+      then to Google's API.
     - ``thinking``: see `thinking_config`; thought text becomes the reply's ``reasoning`` and
       thought signatures go back on their part in the next request of a tool loop.
     - The limits and retries are `OpenAILike`'s (``max_retries``, ``retry``,
@@ -123,6 +123,8 @@ class Gemini(OpenAIEndpoint):
             raise InvalidArgument(
                 f"Gemini: timeout must be a positive number of seconds or None, got {timeout!r}."
             )
+        if base_url is None:
+            base_url = os.environ.get("GEMINI_BASE_URL") or None
         super().__init__(
             model_name,
             None,
