@@ -603,3 +603,71 @@ async def test_calls_share_a_concurrency_cap(srv: FakeGeminiServer) -> None:
     replies = await asyncio.gather(*(llm.achat([user(f"q{i}")]) for i in range(4)))
     assert sorted(r.content for r in replies) == [f"echo: q{i}" for i in range(4)]
     assert llm.request_count == 4
+
+
+async def test_an_error_event_inside_a_stream_is_raised_in_promptimus_terms(
+    srv: FakeGeminiServer,
+) -> None:
+    srv.generate.script(GeminiFault.stream_error(400, "Request contains an invalid argument."))
+    with pytest.raises(RequestRejected, match="invalid argument") as info:
+        async for _ in make_llm(srv).astream([user("a long question here")]):
+            pass
+    assert info.value.status == 400
+    assert len(srv.generate.requests) == 1
+
+    srv.generate.script(GeminiFault.stream_error(503, after_chunks=1))
+    with pytest.raises(pm.errors.ProviderError):
+        async for _ in make_llm(srv).astream([user("a long question here")]):
+            pass
+
+
+async def test_tool_choice_and_results_with_images_reach_the_wire(srv: FakeGeminiServer) -> None:
+    tools = [{"type": "function", "function": {"name": "look", "parameters": {"type": "object"}}}]
+    picture = ImageContent(url="data:image/png;base64,AAAA")
+    history = [
+        user("look"),
+        Message(
+            role=MessageRole.ASSISTANT,
+            tool_calls=[ToolRequest(id="c1", function=ToolFunction(name="look"))],
+        ),
+        Message(role=MessageRole.TOOL, content="a cat", tool_call_id="c1", images=[picture]),
+    ]
+
+    await make_llm(srv).achat(history, tools=tools, tool_choice="required")
+    await make_llm(srv).achat(
+        history, tools=tools, tool_choice={"type": "function", "function": {"name": "look"}}
+    )
+
+    first, second = srv.generate.requests
+    assert first["toolConfig"] == {"functionCallingConfig": {"mode": "ANY"}}
+    assert second["toolConfig"]["functionCallingConfig"]["allowedFunctionNames"] == ["look"]
+    assert first["contents"][1] == {
+        "role": "model",
+        "parts": [{"functionCall": {"name": "look", "args": {}, "id": "c1"}}],
+    }
+    assert first["contents"][2] == {
+        "role": "user",
+        "parts": [
+            {"functionResponse": {"name": "look", "response": {"output": "a cat"}, "id": "c1"}},
+            {"inlineData": {"mimeType": "image/png", "data": "AAAA"}},
+        ],
+    }
+
+
+async def test_calls_without_ids_get_ids_their_results_answer_to(srv: FakeGeminiServer) -> None:
+    srv.generate.script(
+        GeminiReply(calls=[GeminiCall("add", {"a": 1, "b": 1}, signature=None)] * 2),
+        "2 and 2",
+    )
+    agent = OpenaiToolCallingAgent("You add.", [add]).with_llm(make_llm(srv))
+    assert (await agent("1+1 twice?")).content == "2 and 2"
+    last = sent(srv)
+    calls = [p["functionCall"]["id"] for p in model_parts(last) if "functionCall" in p]
+    results = [
+        p["functionResponse"]
+        for c in last["contents"]
+        for p in c["parts"]
+        if "functionResponse" in p
+    ]
+    assert len(set(calls)) == 2
+    assert [r["id"] for r in results] == calls and {r["name"] for r in results} == {"add"}

@@ -286,7 +286,7 @@ class FakeGeminiServer:
         if fault.kind == "drop":
             conn.drop()
             return
-        if fault.kind == "status":
+        if fault.kind == "status" or (fault.kind == "stream_error" and not stream):
             payload = json.loads(json.dumps(fault.body))
             if fault.quotes_key:
                 sent = request.headers.get("x-goog-api-key") or _query_key(request.query)
@@ -301,7 +301,10 @@ class FakeGeminiServer:
         await conn.start_stream()
         for chunk in chunks[: fault.after_chunks]:
             await conn.send_chunk(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
-        if fault.clean:
+        if fault.kind == "stream_error":
+            await conn.send_chunk(f"data: {json.dumps(fault.body)}\r\n\r\n".encode())
+            await conn.end_stream()
+        elif fault.clean:
             await conn.end_stream()
         else:
             conn.drop()

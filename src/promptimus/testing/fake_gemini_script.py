@@ -43,7 +43,7 @@ class GeminiReply:
     always_thoughts: bool = False
 
 
-GeminiFaultKind = Literal["status", "cut", "drop"]
+GeminiFaultKind = Literal["status", "cut", "drop", "stream_error"]
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -71,6 +71,8 @@ class GeminiFault:
       events without its ``finishReason`` (``clean=False`` breaks the connection instead); a
       plain request gets half a body.
     - ``GeminiFault.drop()``: the connection closes without an answer.
+    - ``GeminiFault.stream_error(code, after_chunks=1)``: a stream sends that many events, then
+      a Google error body as an event, and ends (a plain request gets the error status).
     """
 
     kind: GeminiFaultKind
@@ -133,3 +135,10 @@ class GeminiFault:
     @classmethod
     def drop(cls) -> GeminiFault:
         return cls("drop")
+
+    @classmethod
+    def stream_error(
+        cls, code: int = 500, message: str | None = None, *, after_chunks: int = 1
+    ) -> GeminiFault:
+        fault = cls.status(code, message)
+        return cls("stream_error", code, fault.body, after_chunks=after_chunks)
