@@ -671,3 +671,21 @@ async def test_calls_without_ids_get_ids_their_results_answer_to(srv: FakeGemini
     ]
     assert len(set(calls)) == 2
     assert [r["id"] for r in results] == calls and {r["name"] for r in results} == {"add"}
+
+
+async def test_thinking_per_call_overrides_the_providers(srv: FakeGeminiServer) -> None:
+    llm = make_llm(srv, thinking=True)
+    await llm.achat([user("q")], thinking=False)
+    await llm.achat([user("q")], thinking=None)
+    first, second = srv.generate.requests
+    assert first["generationConfig"]["thinkingConfig"] == {"thinkingBudget": 0}
+    assert "generationConfig" not in second
+    with pytest.raises(InvalidArgument):
+        await llm.achat([user("q")], thinking="loud")
+
+
+async def test_a_blocked_prompt_is_an_empty_reply_naming_the_reason(srv: FakeGeminiServer) -> None:
+    blocked = {"promptFeedback": {"blockReason": "SAFETY"}}
+    srv.generate.script(GeminiFault("status", 200, blocked), GeminiFault("status", 200, blocked))
+    with pytest.raises(EmptyReply, match="blocked"):
+        await make_llm(srv).achat([user("q")])

@@ -201,7 +201,10 @@ class Gemini(OpenAIEndpoint):
     # --- requests ----------------------------------------------------------------------------
 
     def _body(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
-        return request_body(history, {**self.call_kwargs, **kwargs}, self.thinking)
+        options = {**self.call_kwargs, **kwargs}
+        if "thinking" in options:  # per call, in the constructor's terms
+            options["thinking"] = thinking_config(options["thinking"])
+        return request_body(history, options, self.thinking)
 
     def _estimate_tokens(self, body: dict[str, Any]) -> float:
         chars = sum(

@@ -405,7 +405,8 @@ def response_to_message(data: Any) -> Message:
     content = "".join(text)
     finish_reason = _finish_reason(candidate, bool(calls))
     if not content.strip() and not calls:
-        blocked = data.get("promptFeedback", {}).get("blockReason") if candidate is None else None
+        feedback = data.get("promptFeedback") if candidate is None else None
+        blocked = feedback.get("blockReason") if isinstance(feedback, dict) else None
         problem = f"the prompt was blocked ({blocked})" if blocked else "the reply holds nothing"
         raise EmptyReply(problem, finish_reason=finish_reason)
     return Message(
