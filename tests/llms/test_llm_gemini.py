@@ -689,3 +689,21 @@ async def test_a_blocked_prompt_is_an_empty_reply_naming_the_reason(srv: FakeGem
     srv.generate.script(GeminiFault("status", 200, blocked), GeminiFault("status", 200, blocked))
     with pytest.raises(EmptyReply, match="blocked"):
         await make_llm(srv).achat([user("q")])
+
+
+async def test_a_body_that_is_not_json_is_malformed_and_retried_once(
+    srv: FakeGeminiServer,
+) -> None:
+    srv.generate.script(GeminiFault.malformed(), GeminiFault.malformed())
+    with pytest.raises(pm.errors.MalformedReply):
+        await make_llm(srv).achat([user("q")])
+    assert len(srv.generate.requests) == 2
+
+    srv.generate.script(GeminiFault.malformed(), "fine")
+    deltas = [d async for d in make_llm(srv).astream([user("q")])]
+    assert pm.llms.accumulate(deltas).content == "fine"
+
+    srv.generate.script(GeminiFault.malformed(after_chunks=1))
+    with pytest.raises(pm.errors.MalformedReply):
+        async for _ in make_llm(srv).astream([user("a long question here")]):
+            pass

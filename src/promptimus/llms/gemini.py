@@ -18,7 +18,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from promptimus.dto import Message, MessageDelta
-from promptimus.errors import EmptyReply, InvalidArgument, ProviderConfigError
+from promptimus.errors import EmptyReply, InvalidArgument, MalformedReply, ProviderConfigError
 from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.gemini_errors import GeminiAPIError, from_sdk_error
@@ -373,11 +373,13 @@ async def _open_events(connection: _Connection, body: dict[str, Any]) -> Any:
 
 
 async def _next_event(events: Any) -> Any:
-    error: GeminiAPIError | None = None
+    error: Exception | None = None
     try:
         return await anext(events, None)
     except Exception as exc:
         error = _restated(exc)
+        if error is None and type(exc).__name__ == "UnknownApiResponseError":
+            error = MalformedReply("a stream event is not valid JSON")
         if error is None:
             raise
     raise error

@@ -294,6 +294,9 @@ class FakeGeminiServer:
             await conn.send(fault.status_code, json.dumps(payload).encode(), headers=fault.headers)
             return
         chunks = self._chunks(self._reply(None, body), body, "models/fake")
+        if fault.kind == "malformed" and not stream:
+            await conn.send(200, b"<html>502 Bad Gateway</html>", content_type="text/html")
+            return
         if not stream:
             data = json.dumps(_merged(chunks)).encode()
             await conn.send_partial(200, data, len(data) // 2)
@@ -301,7 +304,10 @@ class FakeGeminiServer:
         await conn.start_stream()
         for chunk in chunks[: fault.after_chunks]:
             await conn.send_chunk(f"data: {json.dumps(chunk)}\r\n\r\n".encode())
-        if fault.kind == "stream_error":
+        if fault.kind == "malformed":
+            await conn.send_chunk(b"data: {not json\r\n\r\n")
+            await conn.end_stream()
+        elif fault.kind == "stream_error":
             await conn.send_chunk(f"data: {json.dumps(fault.body)}\r\n\r\n".encode())
             await conn.end_stream()
         elif fault.clean:

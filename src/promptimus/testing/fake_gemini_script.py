@@ -43,7 +43,7 @@ class GeminiReply:
     always_thoughts: bool = False
 
 
-GeminiFaultKind = Literal["status", "cut", "drop", "stream_error"]
+GeminiFaultKind = Literal["status", "cut", "drop", "stream_error", "malformed"]
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -73,6 +73,8 @@ class GeminiFault:
     - ``GeminiFault.drop()``: the connection closes without an answer.
     - ``GeminiFault.stream_error(code, after_chunks=1)``: a stream sends that many events, then
       a Google error body as an event, and ends (a plain request gets the error status).
+    - ``GeminiFault.malformed(after_chunks=0)``: a ``200 OK`` whose body (or whose event after
+      that many good ones) is not JSON, as a broken proxy sends.
     """
 
     kind: GeminiFaultKind
@@ -135,6 +137,10 @@ class GeminiFault:
     @classmethod
     def drop(cls) -> GeminiFault:
         return cls("drop")
+
+    @classmethod
+    def malformed(cls, *, after_chunks: int = 0) -> GeminiFault:
+        return cls("malformed", 200, after_chunks=after_chunks)
 
     @classmethod
     def stream_error(
