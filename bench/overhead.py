@@ -28,6 +28,9 @@ single call, 0.7x for the tool loop, never above 1.0x). Measured:
 ``--also-python`` runs the whole measurement again under another interpreter (another SDK
 release, e.g. the newest in a separate venv) with this checkout's ``src`` on its path, and
 prints both runs' ratios side by side at the end. Then the ``import promptimus`` time.
+
+The Gemini provider is measured after the OpenAI figures against the raw google-genai SDK on
+FakeGeminiServer (bench/overhead_gemini.py; ``--skip-gemini`` leaves it out).
 """
 
 from __future__ import annotations

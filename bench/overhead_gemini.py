@@ -10,6 +10,8 @@ installed; ``Gemini`` always passes httpx). Measured, one call at a time:
 - single call: a system instruction and one user message, the reply read as text. Raw:
   ``client.aio.models.generate_content`` with a ``GenerateContentConfig`` built once. Ours:
   ``Gemini.achat``.
+- a streamed reply of 20 events read to its end: ``generate_content_stream`` against
+  ``Gemini.astream``.
 - 3-step tool loop: the model calls ``lookup`` twice (with a thought signature on each call, as
   Gemini 3 does), then answers. Raw: the loop written by hand on the SDK's typed objects (the
   model's content appended as returned, so its signatures go back; one function response part
@@ -59,11 +61,16 @@ async def lookup_async(key: int) -> str:
     return f"value {key}"
 
 
+STREAMED = " ".join(f"word{i}" for i in range(120))
+
+
 def reply_for(body: dict[str, Any]) -> GeminiReply | str:
     """The fake model: a signed call to the tool until the request holds TOOL_STEPS function
-    responses, then text (a plain request without tools gets "pong")."""
+    responses, then text; a plain request without tools gets "pong", one that asks for
+    "stream" a 20-event stream."""
     if not body.get("tools"):
-        return "pong"
+        text = body["contents"][-1]["parts"][0].get("text")
+        return GeminiReply(text=STREAMED, chunks=20) if text == "stream" else "pong"
     done = sum(
         1
         for content in body.get("contents", [])
@@ -152,8 +159,24 @@ def variants(base_url: str) -> tuple[dict[str, Call], dict[str, Call], list[Any]
         with pm.Session():
             return await agent.forward(QUESTION)
 
+    to_stream = [Message(role=MessageRole.USER, content="stream")]
+
+    async def raw_stream() -> object:
+        chunks = await raw.aio.models.generate_content_stream(
+            model=MODEL, contents="stream", config=plain
+        )
+        return "".join([chunk.text or "" async for chunk in chunks])
+
+    async def our_stream() -> object:
+        return "".join([d.content or "" async for d in llm.astream(to_stream)])
+
     return (
-        {RAW: raw_call, "Gemini.achat": our_call},
+        {
+            RAW: raw_call,
+            "Gemini.achat": our_call,
+            f"{RAW} stream": raw_stream,
+            "Gemini.astream": our_stream,
+        },
         {f"{RAW} loop": raw_loop, "agent on Gemini": agent_loop},
         [raw, llm],
     )
@@ -163,13 +186,16 @@ async def measure_async(base_url: str, calls: int, loops: int, rounds: int) -> d
     single, loop, keep = variants(base_url)
     samples, cpu = await sample_rounds(single, calls, 1, rounds, 64)
     print_table(
-        f"Gemini: single call, one at a time ({len(samples[RAW])} calls per variant, {rounds} "
-        f"rounds; CPU ratio to the {RAW})",
+        f"Gemini: single call and a 20-event stream, one at a time ({len(samples[RAW])} calls "
+        f"per variant, {rounds} rounds; CPU ratio to the {RAW} call of the same kind)",
         samples,
         cpu,
-        lambda _: RAW,
+        lambda name: f"{RAW} stream" if "stream" in name else RAW,
     )
-    found = {"gemini single c=1: Gemini.achat": cpu_ratio(cpu, "Gemini.achat", RAW)}
+    found = {
+        "gemini single c=1: Gemini.achat": cpu_ratio(cpu, "Gemini.achat", RAW),
+        "gemini stream c=1: Gemini.astream": cpu_ratio(cpu, "Gemini.astream", f"{RAW} stream"),
+    }
     samples, cpu = await sample_rounds(loop, loops, 1, rounds, 32)
     print_table(
         f"Gemini: 3-step tool loop, one at a time ({len(samples[f'{RAW} loop'])} runs per "
