@@ -707,3 +707,30 @@ async def test_a_body_that_is_not_json_is_malformed_and_retried_once(
     with pytest.raises(pm.errors.MalformedReply):
         async for _ in make_llm(srv).astream([user("a long question here")]):
             pass
+
+
+async def test_a_durable_run_sends_every_signature_back(
+    srv: FakeGeminiServer, tmp_path: Any
+) -> None:
+    from dbos import DBOS
+    from durable_support import configure
+
+    from promptimus.durable import DurableAgent
+
+    srv.generate.script(
+        GeminiReply(calls=[GeminiCall("add", {"a": 1, "b": 2})]),
+        GeminiReply(calls=[GeminiCall("add", {"a": 3, "b": 4})]),
+        "3 and 7.",
+    )
+    configure(tmp_path / "runs.sqlite")
+    try:
+        agent = OpenaiToolCallingAgent("You add.", [add]).with_llm(make_llm(srv))
+        durable = DurableAgent(agent, name="gemini-adds")
+        DBOS.launch()
+        result = await durable.run("1+2 and 3+4?", workflow_id="g-1")
+    finally:
+        DBOS.destroy(destroy_registry=True)
+
+    assert result.status == "completed" and result.output.content == "3 and 7."
+    calls = [p for p in model_parts(sent(srv)) if "functionCall" in p]
+    assert len(calls) == 2 and all(p["thoughtSignature"] for p in calls)
