@@ -28,6 +28,9 @@ single call, 0.7x for the tool loop, never above 1.0x). Measured:
 ``--also-python`` runs the whole measurement again under another interpreter (another SDK
 release, e.g. the newest in a separate venv) with this checkout's ``src`` on its path, and
 prints both runs' ratios side by side at the end. Then the ``import promptimus`` time.
+
+The Gemini provider is measured after the OpenAI figures against the raw google-genai SDK on
+FakeGeminiServer (bench/overhead_gemini.py; ``--skip-gemini`` leaves it out).
 """
 
 from __future__ import annotations
@@ -425,7 +428,24 @@ def measure(args: argparse.Namespace) -> dict[str, float]:
     if not args.skip_tool_loop:
         with spawn_tool_loop_server() as base_url:
             found |= asyncio.run(measure_tool_loop(base_url, args.loops, args.rounds))
+    if not args.skip_gemini:
+        measure_gemini(args)
     return found
+
+
+def measure_gemini(args: argparse.Namespace) -> None:
+    """The Gemini provider against the raw google-genai SDK (bench/overhead_gemini.py), its
+    ratios printed with its tables."""
+    try:
+        import overhead_gemini
+    except ImportError as exc:  # an interpreter without google-genai (--also-python)
+        print(f"\nGemini: skipped ({exc})")
+        return
+    calls, loops = max(args.calls // 5, 100), max(args.loops // 5, 50)
+    ratios = overhead_gemini.measure(calls, loops, args.rounds)
+    print("\nCPU ratio to the raw google-genai SDK (goal: <= 1.0x)")
+    for key, value in ratios.items():
+        print(f"{key:<40}{value:>8.3f}x")
 
 
 def run_elsewhere(python: str, argv: list[str]) -> tuple[str, dict[str, float]]:
@@ -458,6 +478,7 @@ def main() -> None:
     parser.add_argument("--also-python", help="measure again under this interpreter")
     parser.add_argument("--no-also", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--skip-import-time", action="store_true")
+    parser.add_argument("--skip-gemini", action="store_true", help="no Gemini section")
     parser.add_argument("--serve-tool-loop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_tool_loop:

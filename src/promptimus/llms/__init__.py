@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from promptimus.llms.claude import Claude
     from promptimus.llms.dummy import DummyLLM, DummyLLm
     from promptimus.llms.fallback import FallbackLLM, falls_through
+    from promptimus.llms.gemini import Gemini
     from promptimus.llms.memory_cache import MemoryCache
     from promptimus.llms.ollama import OllamaLLM, OllamaProvider
     from promptimus.llms.openai import OpenAILike
@@ -46,6 +47,7 @@ _EXPORTS = {
     "ResponseCache": "response_cache",
     "MemoryCache": "memory_cache",
     "SQLiteCache": "sqlite_cache",
+    "Gemini": "gemini",
 }
 
 __all__ = [
@@ -70,6 +72,7 @@ __all__ = [
     "falls_through",
     "resolve",
 ]
+__all__ += ["Gemini"]
 
 
 __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -3,7 +3,8 @@
 Spec grammar: ``provider:model`` split on the first colon (``ollama:llama3.2:3b`` is provider
 ``ollama``, model ``llama3.2:3b``), or an alias defined by ``PROMPTIMUS_MODEL_<ALIAS>=<spec>``.
 Providers: ``openai`` (OPENAI_API_KEY, OPENAI_BASE_URL), ``ollama`` (OLLAMA_BASE_URL /
-OLLAMA_HOST), and any ``<name>`` with ``<NAME>_API_BASE`` (+ ``<NAME>_API_KEY``) set.
+OLLAMA_HOST), ``gemini`` (GEMINI_API_KEY or GOOGLE_API_KEY, GEMINI_BASE_URL), and any ``<name>``
+with ``<NAME>_API_BASE`` (+ ``<NAME>_API_KEY``) set.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from promptimus.errors import ModelResolutionError
 from promptimus.protocols import LLMProtocol
 
 ALIAS_PREFIX = "PROMPTIMUS_MODEL_"
-BUILTIN_PROVIDERS = ("openai", "ollama")
+BUILTIN_PROVIDERS = ("openai", "ollama", "gemini")
 
 
 def _env_name(name: str) -> str:
@@ -58,6 +59,8 @@ def _build(provider: str, model: str, env: Mapping[str, str], spec: str) -> LLMP
         from promptimus.llms.ollama import OllamaProvider, ollama_base_url
 
         return OllamaProvider(model, ollama_base_url(env))
+    if name == "gemini":
+        return _gemini(model, env)
     prefix = _env_name(provider)
     base_url = env.get(f"{prefix}_API_BASE")
     if base_url:
@@ -72,6 +75,20 @@ def _build(provider: str, model: str, env: Mapping[str, str], spec: str) -> LLMP
         f"To use an OpenAI-compatible server as {provider!r}, set {prefix}_API_BASE (its base "
         f"URL, e.g. https://host/v1) and {prefix}_API_KEY."
     )
+
+
+def _gemini(model: str, env: Mapping[str, str]) -> LLMProtocol:
+    """``gemini:<model>``: the key from GEMINI_API_KEY or GOOGLE_API_KEY (a missing one is
+    named here, before any request), the API root from GEMINI_BASE_URL."""
+    key = env.get("GEMINI_API_KEY") or env.get("GOOGLE_API_KEY")
+    if not key:
+        raise ModelResolutionError(
+            f"gemini:{model} needs an API key: set GEMINI_API_KEY (or GOOGLE_API_KEY) to a "
+            "Google AI Studio key."
+        )
+    from promptimus.llms.gemini import Gemini
+
+    return Gemini(model, api_key=key, base_url=env.get("GEMINI_BASE_URL") or None)
 
 
 def resolve(spec: str | LLMProtocol, *, env: Mapping[str, str] | None = None) -> LLMProtocol:

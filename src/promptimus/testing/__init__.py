@@ -36,6 +36,8 @@ from promptimus.testing.script import (
 )
 
 if TYPE_CHECKING:
+    from promptimus.testing.fake_gemini import FakeGeminiServer
+    from promptimus.testing.fake_gemini_script import GeminiCall, GeminiFault, GeminiReply
     from promptimus.testing.fake_openai import FakeOpenAIServer, SpawnedServer
 
 __all__ = [
@@ -51,9 +53,19 @@ __all__ = [
     "SpawnedServer",
     "ToolCall",
 ]
+__all__ += ["FakeGeminiServer", "GeminiCall", "GeminiFault", "GeminiReply"]
 
 
 # Lazy so `python -m promptimus.testing.fake_openai` does not import that module twice.
 __getattr__, __dir__ = lazy_exports(
-    __name__, {"FakeOpenAIServer": "fake_openai", "SpawnedServer": "fake_openai"}, globals()
+    __name__,
+    {
+        "FakeOpenAIServer": "fake_openai",
+        "SpawnedServer": "fake_openai",
+        "FakeGeminiServer": "fake_gemini",
+        "GeminiCall": "fake_gemini_script",
+        "GeminiFault": "fake_gemini_script",
+        "GeminiReply": "fake_gemini_script",
+    },
+    globals(),
 )

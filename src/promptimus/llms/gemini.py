@@ -1,0 +1,385 @@
+"""``Gemini``: Google's Gemini models through the Gemini API, on the official google-genai SDK.
+
+The SDK's client holds the connection (its key header, base URL, API version and HTTP client);
+requests go out as the JSON `promptimus.llms.gemini_format` builds, through the client's own
+request method, and replies are read as JSON, without the SDK's typed request and response
+objects. What the provider adds is the same as `OpenAILike`'s: one retry layer that honours
+``Retry-After`` (and Google's ``RetryInfo``), concurrency and RPM/TPM limits, usage accounting,
+and a key that never reaches a message, a log line or a repr.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+from promptimus.dto import Message, MessageDelta
+from promptimus.errors import EmptyReply, InvalidArgument, MalformedReply, ProviderConfigError
+from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
+from promptimus.llms.capabilities import ProviderCapabilities
+from promptimus.llms.gemini_errors import GeminiAPIError, from_sdk_error
+from promptimus.llms.gemini_format import chunk_to_delta, request_body, response_to_message
+from promptimus.transport.concurrency import ConcurrencyLimit
+from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
+from promptimus.transport.per_loop import PerLoop
+from promptimus.transport.rate_limit import RateLimiter, Reservation
+from promptimus.transport.retry import RetryPolicy, chained, classify
+from promptimus.transport.secret_scrub import redact_secrets
+
+__all__ = ["GEMINI_API_KEY_ENVS", "Gemini", "ThinkingOption"]
+
+log = logging.getLogger("promptimus.llms")
+
+T = TypeVar("T")
+
+GEMINI_API_KEY_ENVS = ("GEMINI_API_KEY", "GOOGLE_API_KEY")
+"""Where the key is looked up when none is passed, in this order."""
+
+ThinkingOption = bool | int | str | dict[str, Any] | None
+_LEVELS = ("minimal", "low", "medium", "high")
+
+
+def thinking_config(thinking: Any) -> dict[str, Any] | None:
+    """The ``thinkingConfig`` for ``thinking=``: None (the model's default), True (thoughts
+    included), False (no thinking: a budget of 0), a token budget (-1: the model decides), a
+    level ("minimal", "low", "medium", "high": Gemini 3), or a ``thinkingConfig`` dict."""
+    if thinking is None:
+        return None
+    if isinstance(thinking, bool):
+        return {"includeThoughts": True} if thinking else {"thinkingBudget": 0}
+    if isinstance(thinking, int):
+        if thinking < -1:
+            raise InvalidArgument(
+                f"Gemini: thinking={thinking} is not a token budget: pass a number of tokens "
+                ">= 0, or -1 to let the model decide."
+            )
+        return {"includeThoughts": thinking != 0, "thinkingBudget": thinking}
+    if isinstance(thinking, str) and thinking.lower() in _LEVELS:
+        return {"includeThoughts": True, "thinkingLevel": thinking.lower()}
+    if isinstance(thinking, dict):
+        return dict(thinking)
+    raise InvalidArgument(
+        f"Gemini: thinking={thinking!r} is not a thinking setting: pass True/False, a token "
+        f"budget (int, -1 for dynamic), a level ({', '.join(_LEVELS)}) or a thinkingConfig dict."
+    )
+
+
+class _Connection:
+    """One event loop's SDK client (with its HTTP client) and the API paths of one model."""
+
+    __slots__ = ("api", "client", "generate", "stream")
+
+    def __init__(self, client: Any, model: str) -> None:
+        self.client = client
+        self.api = client._api_client  # the SDK's request method: JSON in, JSON text out
+        name = model if model.startswith(("models/", "tunedModels/")) else f"models/{model}"
+        self.generate = f"{name}:generateContent"
+        self.stream = f"{name}:streamGenerateContent?alt=sse"
+
+
+class Gemini(OpenAIEndpoint):
+    """Chat with a Gemini model through the Gemini API (``generativelanguage.googleapis.com``).
+
+    - ``api_key`` falls back to ``GEMINI_API_KEY``, then ``GOOGLE_API_KEY``, at first call;
+      ``base_url`` (the API root: the SDK adds ``/v1beta/models/...``) to ``GEMINI_BASE_URL``,
+      then to Google's API.
+    - ``thinking``: see `thinking_config`; thought text becomes the reply's ``reasoning`` and
+      thought signatures go back on their part in the next request of a tool loop.
+    - The limits and retries are `OpenAILike`'s (``max_retries``, ``retry``,
+      ``max_concurrency``, ``requests_per_minute``, ``tokens_per_minute``, ``call_kwargs``,
+      ``timeout`` in seconds), as are ``usage`` and ``request_count``.
+    """
+
+    _request_kind = "chat"
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        thinking: ThinkingOption = None,
+        max_concurrency: int | ConcurrencyLimit | None = None,
+        max_retries: int = 4,
+        timeout: float | None = 60.0,
+        requests_per_minute: float | RateLimiter | None = None,
+        tokens_per_minute: float | RateLimiter | None = None,
+        rate_period: float = 60.0,
+        call_kwargs: dict[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+    ) -> None:
+        if not isinstance(model_name, str) or not model_name.strip():
+            raise InvalidArgument(f"Gemini needs a model name, got {model_name!r}.")
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not math.isfinite(timeout)
+            or timeout <= 0
+        ):
+            raise InvalidArgument(
+                f"Gemini: timeout must be a positive number of seconds or None, got {timeout!r}."
+            )
+        if base_url is None:
+            base_url = os.environ.get("GEMINI_BASE_URL") or None
+        super().__init__(
+            model_name,
+            None,
+            base_url,
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
+            timeout=timeout,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            rate_period=rate_period,
+            call_kwargs=call_kwargs,
+            retry=retry,
+            api_key_env=None,
+            client_kwargs={},
+        )
+        self._api_key = api_key
+        self.thinking = thinking_config(thinking)
+        self.timeout = timeout
+        self.capabilities = ProviderCapabilities()
+        self._connections: PerLoop[_Connection] = PerLoop(self._connect)
+
+    def __repr__(self) -> str:
+        return f"Gemini(model_name={self.model_name!r}, base_url={self.base_url!r})"
+
+    @property
+    def _context(self) -> str:
+        where = self.base_url or "generativelanguage.googleapis.com"
+        return f"chat request for model {self.model_name!r} at {where}"
+
+    # --- the key and the client ------------------------------------------------------------
+
+    def _find_key(self) -> str | None:
+        if self._api_key:
+            return self._api_key
+        for name in GEMINI_API_KEY_ENVS:
+            if os.environ.get(name):
+                return os.environ[name]
+        return None
+
+    def secrets(self) -> tuple[str, ...]:
+        key = self._find_key()
+        return (key,) if key else ()
+
+    def _connect(self) -> _Connection:
+        key = self._find_key()
+        if not key:
+            raise ProviderConfigError(
+                f"No API key for Gemini model {self.model_name!r}: set GEMINI_API_KEY (or "
+                "GOOGLE_API_KEY) or pass api_key=... to Gemini (a Google AI Studio key)."
+            )
+        try:
+            import httpx
+            from google import genai
+            from google.genai import types
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            from promptimus.errors import OptionalDependencyMissing
+
+            raise OptionalDependencyMissing(
+                "Gemini needs the google-genai package: pip install 'promptimus[gemini]'."
+            ) from exc
+        options: dict[str, Any] = {
+            # one HTTP client per event loop, used as is (no aiohttp session, no SDK retries)
+            "httpx_async_client": httpx.AsyncClient(timeout=self.timeout),
+        }
+        if self.timeout is not None:
+            options["timeout"] = int(self.timeout * 1000)
+        if self.base_url is not None:
+            options["base_url"] = self.base_url
+        client = genai.Client(
+            api_key=key, vertexai=False, http_options=types.HttpOptions(**options)
+        )
+        return _Connection(client, self.model_name)
+
+    # --- requests ----------------------------------------------------------------------------
+
+    def _body(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
+        options = {**self.call_kwargs, **kwargs}
+        if "thinking" in options:  # per call, in the constructor's terms
+            options["thinking"] = thinking_config(options["thinking"])
+        return request_body(history, options, self.thinking)
+
+    def _estimate_tokens(self, body: dict[str, Any]) -> float:
+        chars = sum(
+            len(part.get("text") or "") for content in body["contents"] for part in content["parts"]
+        )
+        if "tools" in body:
+            chars += len(str(body["tools"]))
+        budget = body.get("generationConfig", {}).get("maxOutputTokens") or 0
+        return chars / CHARS_PER_TOKEN + budget
+
+    async def _send(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        return await self.retry.run(attempt, context=self._context, redact=self.secrets())
+
+    async def achat(self, history: list[Message], **kwargs: Any) -> Message:
+        """The reply to ``history`` (``generateContent``). A malformed or empty reply is retried
+        once, then raised (``MalformedReply`` / ``EmptyReply``)."""
+        body = self._body(history, kwargs)
+        tokens = self._estimate_tokens(body) if self._tpm is not None else 0.0
+
+        async def attempt() -> tuple[Message, Reservation | None]:
+            connection = self._connections.get()
+            slot, reservation = await self._admit(tokens)
+            try:
+                text = await _post(connection, connection.generate, body)
+            finally:
+                if slot is not None:
+                    slot.release()
+            return response_to_message(json.loads(text)), reservation
+
+        message, reservation = await self._send(attempt)
+        self._record(message.usage, reservation)
+        if message.model_name is None:
+            message.model_name = self.model_name
+        return message
+
+    async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
+        """Stream the reply (``streamGenerateContent?alt=sse``). Failures before the first
+        chunk with text, thought or a call are retried like a plain request; after it, a broken
+        connection raises ``StreamInterrupted``, and so does a stream that ends without a
+        ``finishReason``; one with neither text nor a call raises ``EmptyReply``."""
+        body = self._body(history, kwargs)
+        tokens = self._estimate_tokens(body) if self._tpm is not None else 0.0
+        secrets = self.secrets()
+
+        async def attempt() -> tuple[Any, list[MessageDelta], MessageAccumulator, Any, Any]:
+            return await self._open_stream(body, tokens)
+
+        events, held, received, slot, reservation = await self._send(attempt)
+        try:
+            for delta in held:
+                if delta.model_name is None:
+                    delta.model_name = self.model_name
+                yield delta
+            while True:
+                try:
+                    event = await _next_event(events)
+                    if event is None:
+                        break
+                    delta = chunk_to_delta(json.loads(event.body), received.tool_call_count)
+                except Exception as exc:
+                    error = self._stream_error(exc, received, secrets)
+                    if error is None:
+                        break
+                    raise error from exc
+                received.add(delta)
+                yield delta
+            self._check_finished(received)
+        finally:
+            if slot is not None:
+                slot.release()
+            self._record(received.usage, reservation)
+            await events.aclose()
+
+    async def _open_stream(
+        self, body: dict[str, Any], tokens: float
+    ) -> tuple[Any, list[MessageDelta], MessageAccumulator, Any, Any]:
+        """Send the stream request and read up to the first chunk that says something."""
+        connection = self._connections.get()
+        slot, reservation = await self._admit(tokens)
+        events: Any = None
+        try:
+            events = await _open_events(connection, body)
+            held: list[MessageDelta] = []
+            received = MessageAccumulator()
+            while not held or not _says_something(held[-1]):
+                event = await _next_event(events)
+                if event is None:
+                    if received.complete:
+                        raise EmptyReply(
+                            "the stream finished with nothing in it",
+                            finish_reason=received.finish_reason,
+                        )
+                    raise stream_interrupted(received, self._context)
+                held.append(chunk_to_delta(json.loads(event.body), received.tool_call_count))
+                received.add(held[-1])
+        except BaseException:
+            if events is not None:
+                await events.aclose()
+            if slot is not None:
+                slot.release()
+            raise
+        return events, held, received, slot, reservation
+
+    def _stream_error(
+        self, exc: Exception, received: MessageAccumulator, secrets: tuple[str, ...]
+    ) -> BaseException | None:
+        failure = classify(exc)
+        if failure is None:
+            return exc
+        if received.complete and failure.retryable:
+            return None  # the model had finished: only trailing events were lost
+        error = self.retry.translate(
+            exc, failure, context=f"{self._context} (stream interrupted)", redact=secrets
+        )
+        if failure.retryable and failure.max_retries is None:
+            error = stream_interrupted(
+                received, self._context, cause=redact_secrets(failure.reason, secrets)
+            )
+        return chained(error, exc, secrets)
+
+    def _check_finished(self, received: MessageAccumulator) -> None:
+        if received.finish_reason is None:
+            raise stream_interrupted(received, self._context)
+        if not received.content.strip() and not received.tool_call_count:
+            raise EmptyReply(
+                "no text and no function call, only thoughts",
+                source=self._context,
+                finish_reason=received.finish_reason,
+            )
+
+
+def _says_something(delta: MessageDelta) -> bool:
+    return bool(delta.content or delta.reasoning or delta.tool_calls)
+
+
+def _restated(exc: Exception) -> GeminiAPIError | None:
+    """The `GeminiAPIError` ``exc`` stands for when it is the SDK's API error, else None."""
+    if type(exc).__module__ == "google.genai.errors" and hasattr(exc, "details"):
+        return from_sdk_error(exc)
+    return None
+
+
+async def _post(connection: _Connection, path: str, body: dict[str, Any]) -> str:
+    error: GeminiAPIError | None = None
+    try:
+        response = await connection.api.async_request("post", path, body)
+    except Exception as exc:
+        error = _restated(exc)
+        if error is None:
+            raise
+    else:
+        text: str = response.body
+        return text
+    raise error  # outside the handler: the SDK's error (and its request) is not chained
+
+
+async def _open_events(connection: _Connection, body: dict[str, Any]) -> Any:
+    error: GeminiAPIError | None = None
+    try:
+        return await connection.api.async_request_streamed("post", connection.stream, body)
+    except Exception as exc:
+        error = _restated(exc)
+        if error is None:
+            raise
+    raise error
+
+
+async def _next_event(events: Any) -> Any:
+    error: Exception | None = None
+    try:
+        return await anext(events, None)
+    except Exception as exc:
+        error = _restated(exc)
+        if error is None and type(exc).__name__ == "UnknownApiResponseError":
+            error = MalformedReply("a stream event is not valid JSON")
+        if error is None:
+            raise
+    raise error
