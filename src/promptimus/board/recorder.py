@@ -275,6 +275,8 @@ class Recording:
 
     def _span_row(self, span: _Span) -> tuple[Any, ...]:
         enc = self.encoder
+        inputs: str | None
+        output: str | None
         if span.kind in _PROVIDER_KIND.values():
             inputs = _messages_json(enc, span.args) if span.kind == "LLM" else enc.json(span.args)
             output = None if span.output is None else _message_json(enc, span.output)
