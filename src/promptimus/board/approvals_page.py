@@ -73,7 +73,11 @@ async def waiting_runs() -> list[Waiting]:
     from ..durable.pause import PAUSE_EVENT, Pause, is_decided
 
     found = []
-    for status in await DBOS.list_workflows_async(status="PENDING", load_output=False):
+    # application_name=[]: the runs of every application on this database, not the board's
+    listed = await DBOS.list_workflows_async(
+        status="PENDING", load_output=False, application_name=[]
+    )
+    for status in listed:
         name = status.name or ""
         if not name.startswith(_RUN_PREFIX) or name == "promptimus.durable.approval":
             continue

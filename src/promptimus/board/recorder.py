@@ -33,7 +33,7 @@ from typing import Any
 
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
 from ..core.module import Module
-from ..errors import InvalidArgument
+from ..errors import ApprovalRequired, InvalidArgument
 from ..observe.module_path import absolute_path
 from ..observe.pricing import Pricing, check_pricing, cost_of
 from ..observe.provider_calls import ProviderCall, register_provider_call_observer
@@ -322,7 +322,7 @@ class Recording:
         )
 
     def _error_text(self, error: BaseException | None, *, full: bool) -> str | None:
-        if error is None:
+        if error is None or isinstance(error, ApprovalRequired):
             return None
         if full:
             text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
@@ -445,6 +445,8 @@ def _answer(output: Any) -> Any:
 
 
 def _status(span: _Span) -> str:
+    if isinstance(span.error, ApprovalRequired):  # a run paused for a person's decision
+        return "needs_approval"
     if span.error is not None:
         return "error"
     status = getattr(span.output, "status", None)

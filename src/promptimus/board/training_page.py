@@ -85,7 +85,11 @@ def _spend(entry: dict[str, Any], by_tokens: bool) -> float:
 
 def chart(entries: list[dict[str, Any]]) -> str:
     """Each candidate's validation score against what had been spent (tokens, or module calls
-    when no token was counted): kept candidates filled, the best-so-far line stepped."""
+    when no token was counted): kept candidates filled, the best-so-far line stepped. (A
+    proposal turned down on its minibatch has no validation score: it is in the table only.)"""
+    entries = [e for e in entries if isinstance(e.get("val_score"), int | float)]
+    if not entries:
+        return "<p class=empty>No candidate was scored on the validation set yet.</p>"
     by_tokens = any(e.get("tokens") for e in entries)
     xs = [_spend(e, by_tokens) for e in entries]
     ys = [float(e.get("val_score", 0.0)) for e in entries]
@@ -164,7 +168,7 @@ def _candidates(entries: list[dict[str, Any]]) -> str:
                 change = f"<pre>{esc(path)}: {esc(json.dumps(new, ensure_ascii=False))}</pre>"
         rows.append(
             [
-                esc(cid),
+                esc("—" if cid is None else cid),
                 esc("" if parent is None else parent),
                 esc(_score(entry.get("val_score"))),
                 f'<span class="badge {_kept(entry)}">{_kept(entry)}</span>',
