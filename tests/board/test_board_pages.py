@@ -213,6 +213,8 @@ def test_training_shows_the_fit_as_a_chart_with_each_candidates_diff(
     points = chart.locator("circle")
     assert points.count() >= 2  # the baseline and the candidates scored on the valset
     assert chart.locator("circle.kept").count() >= 2
+    drawn = [points.nth(i).bounding_box() for i in range(points.count())]
+    assert all(box is not None and box["width"] > 0 for box in drawn)  # drawn, not just there
     diffs = page.locator("pre.diff").all_inner_texts()
     assert any("+Repeat the word in uppercase: {text}" in d for d in diffs)
     assert page.locator("tbody .badge.dropped").count() >= 1

@@ -105,9 +105,10 @@ def chart(entries: list[dict[str, Any]]) -> str:
 
     best, steps = ys[0], []
     for x, y, entry in zip(xs, ys, entries, strict=True):
+        steps.append(f"{px(x):.1f},{py(best):.1f}")
         if entry.get("accepted"):
             best = max(best, y)
-        steps.append(f"{px(x):.1f},{py(best):.1f}")
+            steps.append(f"{px(x):.1f},{py(best):.1f}")
     points = "".join(
         f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="5" class="{_kept(e)}">'
         f"<title>candidate {e.get('candidate')}: {y:.3f} at {x:.0f}</title></circle>"
@@ -115,19 +116,19 @@ def chart(entries: list[dict[str, Any]]) -> str:
     )
     unit = "tokens" if by_tokens else "module calls"
     axes = (
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" class=axis/>'
-        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" class=axis/>'
-        f'<text x="{width / 2}" y="{height - 8}" text-anchor=middle>spend ({unit})</text>'
-        f'<text x="{pad - 6}" y="{py(y_max) + 4:.1f}" text-anchor=end>{y_max:.2f}</text>'
-        f'<text x="{pad - 6}" y="{py(y_min) + 4:.1f}" text-anchor=end>{y_min:.2f}</text>'
-        f'<text x="{width - pad}" y="{height - pad + 16}" text-anchor=end>{x_max:.0f}</text>'
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" class="axis"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" class="axis"/>'
+        f'<text x="{width / 2}" y="{height - 8}" text-anchor="middle">spend ({unit})</text>'
+        f'<text x="{pad - 6}" y="{py(y_max) + 4:.1f}" text-anchor="end">{y_max:.2f}</text>'
+        f'<text x="{pad - 6}" y="{py(y_min) + 4:.1f}" text-anchor="end">{y_min:.2f}</text>'
+        f'<text x="{width - pad}" y="{height - pad + 16}" text-anchor="end">{x_max:.0f}</text>'
         f'<text x="14" y="{height / 2}" transform="rotate(-90 14 {height / 2})" '
-        "text-anchor=middle>validation score</text>"
+        'text-anchor="middle">validation score</text>'
     )
     return (
-        f'<svg class=chart role=img aria-label="score against spend" viewBox="0 0 {width} '
+        f'<svg class="chart" role="img" aria-label="score against spend" viewBox="0 0 {width} '
         f'{height}" width="{width}" height="{height}">{axes}'
-        f'<polyline class=best points="{" ".join(steps)}"/>{points}</svg>'
+        f'<polyline class="best" points="{" ".join(steps)}"/>{points}</svg>'
     )
 
 
@@ -161,9 +162,8 @@ def _candidates(entries: list[dict[str, Any]]) -> str:
             old = values.get(parent, {}).get(path)
             new = entry.get("value")
             if isinstance(old, str) and isinstance(new, str):
-                change = text_diff(
-                    old, new, f"candidate {parent}:{path}", f"candidate {cid}:{path}"
-                )
+                label = "proposal" if cid is None else f"candidate {cid}"
+                change = text_diff(old, new, f"candidate {parent}:{path}", f"{label}:{path}")
             else:
                 change = f"<pre>{esc(path)}: {esc(json.dumps(new, ensure_ascii=False))}</pre>"
         rows.append(
