@@ -85,6 +85,11 @@ async def test_a_run_is_kept_with_its_tree_tool_calls_messages_usage_and_cost(
     assert all(s["run_id"] == run["id"] and s["status"] == "ok" for s in spans)
 
 
+def every_byte(folder: Path) -> bytes:
+    """The board file with its WAL and shared-memory files: whatever reached the disk."""
+    return b"".join(p.read_bytes() for p in folder.iterdir())
+
+
 class Broken(Module):
     async def forward(self, text: str) -> str:
         raise ValueError(f"cannot read {text!r} with key {KEY} and token {TOKEN}")
@@ -110,7 +115,7 @@ async def test_no_key_or_secret_reaches_the_file(
         with pytest.raises(ValueError):
             await Broken()("page")
 
-    written = b"".join(p.read_bytes() for p in tmp_path.iterdir())
+    written = every_byte(tmp_path)
     assert KEY.encode() not in written and TOKEN.encode() not in written
     errors = [r["error"] for r in table(path, "SELECT error FROM runs") if r["error"]]
     assert errors == ["ValueError: cannot read 'page' with key *** and token ***"]
