@@ -33,6 +33,7 @@ from typing import Any
 
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
 from ..core.module import Module
+from ..dto.message import History, Message
 from ..errors import ApprovalRequired, InvalidArgument
 from ..observe.module_path import absolute_path
 from ..observe.pricing import Pricing, check_pricing, cost_of
@@ -48,6 +49,7 @@ _log = logging.getLogger(__name__)
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
 _PROVIDER_KIND = {"llm": "LLM", "embedding": "EMBEDDING", "rerank": "RERANKER"}
 _MAX_BATCH = 2000
+_LEAN: Any = {"__all__": {"thinking"}}
 
 
 class _Span:
@@ -122,6 +124,7 @@ class Recording:
         self.written = 0  # rows written so far (spans and runs)
         self._seen_providers: set[int] = set()
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._hurry = threading.Event()  # set by flush and close: write now
         self._file = SQLiteFile(self.path, busy_timeout=30.0)
         self._file.connection().executescript(SCHEMA)  # a bad path fails here, in the caller
         self._thread = threading.Thread(target=self._write_loop, name="promptimus-board-writer")
@@ -145,6 +148,7 @@ class Recording:
             return
         done = threading.Event()
         self._queue.put(done)
+        self._hurry.set()
         done.wait(timeout)
 
     def close(self) -> None:
@@ -154,6 +158,7 @@ class Recording:
         self._handles.clear()
         if self._thread.is_alive():
             self._queue.put(_STOP)
+            self._hurry.set()
             self._thread.join(60.0)
         atexit.unregister(self.close)
 
@@ -176,7 +181,7 @@ class Recording:
             self._learn_secrets(provider)
         span = _Span(absolute_path(module), _module_kind(module), parent, (args, kwargs))
         if parent is None:
-            self._queue.put(("run", span))
+            self._put("run", span)
         token = _current.set(span)
         try:
             span.output = await call_next(args, kwargs)
@@ -187,9 +192,9 @@ class Recording:
         finally:
             _current.reset(token)
             span.ended = time.time()
-            self._queue.put(("span", span))
+            self._put("span", span)
             if parent is None:
-                self._queue.put(("run", span))
+                self._put("run", span)
 
     def on_start(self, call: ProviderCall) -> None:
         self._learn_secrets(call.provider)
@@ -214,9 +219,20 @@ class Recording:
             span.run.tokens += usage.total_tokens
             if span.cost is not None:
                 span.run.cost = (span.run.cost or 0.0) + span.cost
-        self._queue.put(("span", span))
+        self._put("span", span)
         if span.parent is None:  # a model called outside any module: a run of its own
-            self._queue.put(("run", span))
+            self._put("run", span)
+
+    def _put(self, kind: str, span: _Span) -> None:
+        """Queue a span's or a run's row for the writer thread. The values are turned into
+        text here, on the calling thread: a thread of pure Python work beside the runs would
+        hold the interpreter lock against them, which costs them more than the work itself."""
+        try:
+            row = self._span_row(span) if kind == "span" else self._run_row(span)
+        except Exception:  # recording must never break or change the user's call
+            _log.debug("promptimus.board could not record %s", span.name, exc_info=True)
+            return
+        self._queue.put((kind, row))
 
     def _learn_secrets(self, provider: Any) -> None:
         if id(provider) in self._seen_providers:
@@ -236,7 +252,8 @@ class Recording:
         while not stop:
             batch = [self._queue.get()]
             if batch[0] is not _STOP and not isinstance(batch[0], threading.Event):
-                time.sleep(self.batch_seconds)  # let a batch gather
+                self._hurry.wait(self.batch_seconds)  # let a batch gather, unless flushed
+            self._hurry.clear()
             for _ in range(_MAX_BATCH):
                 try:
                     batch.append(self._queue.get_nowait())
@@ -256,11 +273,7 @@ class Recording:
         spans, runs = [], []
         for item in batch:
             if isinstance(item, tuple):
-                kind, span = item
-                if kind == "span":
-                    spans.append(self._span_row(span))
-                else:
-                    runs.append(self._run_row(span))
+                (spans if item[0] == "span" else runs).append(item[1])
         if not spans and not runs:
             return
         db = self._file.begin()
@@ -396,31 +409,29 @@ def call_input(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
 def _encode(enc: ValueEncoder, value: Any) -> str | None:
     if value is None:
         return None
-    if hasattr(value, "model_dump") and hasattr(value, "role"):
+    if isinstance(value, Message):
         return _message_json(enc, value)
     return enc.json(value)
 
 
 def _message_json(enc: ValueEncoder, message: Any) -> str:
-    dump = getattr(message, "model_dump", None)
-    if callable(dump):
-        return enc.json(_lean(dump(exclude_none=True, exclude_defaults=True)))
+    if isinstance(message, Message):
+        raw = message.model_dump_json(
+            exclude_none=True, exclude_defaults=True, exclude={"thinking"}
+        )
+        return enc.text(raw)
     return enc.json(message)
 
 
 def _messages_json(enc: ValueEncoder, messages: Any) -> str:
-    out = []
-    for message in messages or ():
-        dump = getattr(message, "model_dump", None)
-        out.append(_lean(dump(exclude_none=True, exclude_defaults=True)) if dump else message)
-    return enc.json(out)
-
-
-def _lean(data: Any) -> Any:
-    """A message's dump without what only the provider needs back (raw thinking blocks)."""
-    if isinstance(data, dict):
-        data.pop("thinking", None)
-    return data
+    """Messages as JSON in one pass of pydantic's serializer: fields left at their defaults,
+    and the raw thinking blocks only the provider needs back, are left out."""
+    if isinstance(messages, list) and all(isinstance(m, Message) for m in messages):
+        raw = History.dump_json(
+            messages, exclude_none=True, exclude_defaults=True, exclude=_LEAN
+        ).decode()
+        return enc.text(raw)
+    return enc.json(messages)
 
 
 def _plain_output(output: Any) -> Any:

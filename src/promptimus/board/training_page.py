@@ -116,7 +116,8 @@ def chart(entries: list[dict[str, Any]]) -> str:
     )
     unit = "tokens" if by_tokens else "module calls"
     axes = (
-        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" class="axis"/>'
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" '
+        'class="axis"/>'
         f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" class="axis"/>'
         f'<text x="{width / 2}" y="{height - 8}" text-anchor="middle">spend ({unit})</text>'
         f'<text x="{pad - 6}" y="{py(y_max) + 4:.1f}" text-anchor="end">{y_max:.2f}</text>'
