@@ -270,7 +270,8 @@ class Recording:
         self._file.close()
 
     def _write(self, batch: list[Any]) -> None:
-        spans, runs = [], []
+        spans: list[tuple[Any, ...]] = []
+        runs: list[tuple[Any, ...]] = []
         for item in batch:
             if isinstance(item, tuple):
                 (spans if item[0] == "span" else runs).append(item[1])
