@@ -67,8 +67,8 @@ class _Span:
         "name",
         "output",
         "parent",
+        "_root",
         "prompt_tokens",
-        "run",
         "started",
         "tokens",
     )
@@ -78,7 +78,7 @@ class _Span:
         self.name = name
         self.kind = kind
         self.parent = parent
-        self.run: _Span = self if parent is None else parent.run
+        self._root = None if parent is None else parent.run  # not `self`: no reference cycle
         self.args = args
         self.started = time.time()
         self.ended: float | None = None
@@ -89,6 +89,11 @@ class _Span:
         self.completion_tokens: int | None = None
         self.cost: float | None = None
         self.tokens = 0  # on a run's root: the tokens of every model call in it
+
+    @property
+    def run(self) -> _Span:
+        """The span of the run this one belongs to (itself for a run's outermost call)."""
+        return self if self._root is None else self._root
 
 
 _current: contextvars.ContextVar[_Span | None] = contextvars.ContextVar(
