@@ -53,9 +53,10 @@ _LEAN: Any = {"__all__": {"thinking"}}
 
 
 class _Span:
-    """One module or provider call while it runs; its values are encoded on the writer thread."""
+    """One module or provider call while it runs; its row is made when it ends."""
 
     __slots__ = (
+        "_root",
         "args",
         "completion_tokens",
         "cost",
@@ -67,7 +68,6 @@ class _Span:
         "name",
         "output",
         "parent",
-        "_root",
         "prompt_tokens",
         "started",
         "tokens",
