@@ -11,10 +11,11 @@ Two workloads, each an agent run with one tool call and two model calls (6 spans
 - in process: a `ScriptedLLM` answers at once. Nothing but the framework runs, so this is the
   worst case: recording's share of a run that does nothing else.
 
-Each repeat times `--runs` runs without recording, then `--runs` with it, the writer's flush
-included (so work the background thread does is counted, not left after the clock stops);
-opening and closing the file, once per process in real use, are not timed. Printed: the ratio
-of the medians, and of the fastest blocks (the least disturbed on a busy machine).
+Each repeat times `--runs` runs without recording and `--runs` with it (each first in turn),
+the writer's flush included (so work the background thread does is counted, not left after
+the clock stops); opening and closing the file, once per process in real use, are not timed.
+Printed: the ratio of the medians, and of the fastest blocks (the least disturbed on a busy
+machine).
 """
 
 from __future__ import annotations
@@ -82,8 +83,13 @@ async def compare(
         await one()  # warm up: imports, connections, caches
     plain, recorded = [], []
     for repeat in range(repeats):
-        plain.append(await timed(runs, one, None))
-        recorded.append(await timed(runs, one, folder / f"{name}-{repeat}.sqlite"))
+        path = folder / f"{name}-{repeat}.sqlite"
+        if repeat % 2:  # alternate which goes first, so neither always follows the other
+            recorded.append(await timed(runs, one, path))
+            plain.append(await timed(runs, one, None))
+        else:
+            plain.append(await timed(runs, one, None))
+            recorded.append(await timed(runs, one, path))
     off, on = statistics.median(plain), statistics.median(recorded)
     ratio = on / off
     print(

@@ -3,11 +3,12 @@ file for the board (see `store.py` for the tables).
 
 It plugs into the two seams tracing uses, patching nothing: the module call interceptor (a span
 per module call; an outermost call is a run) and the provider call observers (a span per model,
-embedding or rerank request, with its messages, reply, usage and cost). The calling code only
-takes a timestamp and puts a small record on a queue; a background thread turns the values into
-JSON and writes them in batches, one transaction per batch. A run's row is queued when it ends
-and written within `batch_seconds`; `flush()`, `close()` (also at the end of `with record(...)`)
-and the interpreter's exit write whatever is queued, so a run that finished is never lost.
+embedding or rerank request, with its messages, reply, usage and cost). When a call ends, its
+row is made on the calling thread (JSON text, secrets redacted: tens of microseconds) and put on
+a queue; a background thread writes the rows in batches, one transaction per batch, within
+`batch_seconds`. (Making the rows on that thread instead would hold the interpreter lock against
+the runs.) `flush()`, `close()` (also at the end of `with record(...)`) and the interpreter's
+exit write whatever is queued, so a run that finished is never lost.
 
 Secrets: the keys every provider holds (`provider.secrets()`), and the values of environment
 variables whose names say KEY, TOKEN, SECRET or PASSWORD, are replaced by `[REDACTED]` in every
@@ -19,6 +20,7 @@ from __future__ import annotations
 
 import atexit
 import contextvars
+import json
 import logging
 import os
 import queue
@@ -237,7 +239,7 @@ class Recording:
         except Exception:  # recording must never break or change the user's call
             _log.debug("promptimus.board could not record %s", span.name, exc_info=True)
             return
-        self._queue.put((kind, row))
+        self._queue.put((kind, json.dumps(row, ensure_ascii=False)))
 
     def _learn_secrets(self, provider: Any) -> None:
         if id(provider) in self._seen_providers:
@@ -275,8 +277,11 @@ class Recording:
         self._file.close()
 
     def _write(self, batch: list[Any]) -> None:
-        spans: list[tuple[Any, ...]] = []
-        runs: list[tuple[Any, ...]] = []
+        """One transaction for the batch, each table's rows passed as one JSON array: the
+        thread takes the interpreter lock a few times per batch rather than twice a row (each
+        time it does, a busy run may wait for it)."""
+        spans: list[str] = []
+        runs: list[str] = []
         for item in batch:
             if isinstance(item, tuple):
                 (spans if item[0] == "span" else runs).append(item[1])
@@ -284,8 +289,10 @@ class Recording:
             return
         db = self._file.begin()
         try:
-            db.executemany(f"INSERT OR REPLACE INTO spans VALUES ({_marks(15)})", spans)
-            db.executemany(f"INSERT OR REPLACE INTO runs VALUES ({_marks(10)})", runs)
+            if spans:
+                db.execute(_INSERT_SPANS, ("[" + ",".join(spans) + "]",))
+            if runs:
+                db.execute(_INSERT_RUNS, ("[" + ",".join(runs) + "]",))
             db.execute("COMMIT")
         except BaseException:
             db.execute("ROLLBACK")
@@ -489,5 +496,10 @@ def _request_text(enc: ValueEncoder, span: _Span) -> str:
     return "" if value is None else (enc.json(value) if not isinstance(value, str) else value)
 
 
-def _marks(count: int) -> str:
-    return ", ".join("?" * count)
+def _insert_from_json(table: str, columns: int) -> str:
+    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(columns))
+    return f"INSERT OR REPLACE INTO {table} SELECT {values} FROM json_each(?)"
+
+
+_INSERT_SPANS = _insert_from_json("spans", 15)
+_INSERT_RUNS = _insert_from_json("runs", 10)
