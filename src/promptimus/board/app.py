@@ -166,6 +166,16 @@ def build_app(config: BoardConfig) -> Starlette:
             if config.dbos is not None:
                 approvals_page.shutdown()
 
+    routes = _page_routes(config, state) + _action_routes(config, state)
+    routes.append(Mount("/static", StaticFiles(directory=STATIC), name="static"))
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.add_middleware(_Guard, config=config)
+    return app
+
+
+def _page_routes(config: BoardConfig, state: dict[str, Any]) -> list[Route | Mount]:
+    """The pages (GET)."""
+
     async def runs(request: Request) -> Response:
         query = request.query_params.get("q", "")
         status = request.query_params.get("status", "")
@@ -192,17 +202,40 @@ def build_app(config: BoardConfig) -> Starlette:
         session_id = request.path_params["session_id"]
         return _html(await stores_page.conversation_page(state["store"], session_id, config.csrf))
 
+    async def approvals(request: Request) -> Response:
+        note = request.query_params.get("note", "")
+        enabled = config.dbos is not None
+        return _html(await approvals_page.approvals_page(enabled, config.csrf, note))
+
+    async def checkpoints(request: Request) -> Response:
+        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
+        return _html(stores_page.checkpoints_page(config.checkpoints, a, b))
+
+    async def home(request: Request) -> Response:
+        return RedirectResponse("/runs", 303)
+
+    return [
+        Route("/", home),
+        Route("/runs", runs),
+        Route("/runs/{run_id}", run),
+        Route("/training", training),
+        Route("/training/fit", fit),
+        Route("/conversations", conversations),
+        Route("/conversations/{session_id}", conversation),
+        Route("/approvals", approvals),
+        Route("/checkpoints", checkpoints),
+    ]
+
+
+def _action_routes(config: BoardConfig, state: dict[str, Any]) -> list[Route | Mount]:
+    """The POSTs (see `_checked_form`): delete a conversation, decide a pending call."""
+
     async def delete(request: Request) -> Response:
         if await _checked_form(request, config) is None:
             return _forbidden()
         if state["store"] is not None:
             await state["store"].delete(request.path_params["session_id"])
         return RedirectResponse("/conversations", 303)
-
-    async def approvals(request: Request) -> Response:
-        note = request.query_params.get("note", "")
-        enabled = config.dbos is not None
-        return _html(await approvals_page.approvals_page(enabled, config.csrf, note))
 
     async def decide(request: Request) -> Response:
         form = await _checked_form(request, config)
@@ -218,27 +251,7 @@ def build_app(config: BoardConfig) -> Starlette:
         note = f"{call_id} of {workflow_id} {word}; the run goes on in its worker."
         return RedirectResponse("/approvals?" + urlencode({"note": note}), 303)
 
-    async def checkpoints(request: Request) -> Response:
-        a, b = request.query_params.get("a", ""), request.query_params.get("b", "")
-        return _html(stores_page.checkpoints_page(config.checkpoints, a, b))
-
-    async def home(request: Request) -> Response:
-        return RedirectResponse("/runs", 303)
-
-    routes = [
-        Route("/", home),
-        Route("/runs", runs),
-        Route("/runs/{run_id}", run),
-        Route("/training", training),
-        Route("/training/fit", fit),
-        Route("/conversations", conversations),
-        Route("/conversations/{session_id}", conversation),
+    return [
         Route("/conversations/{session_id}/delete", delete, methods=["POST"]),
-        Route("/approvals", approvals),
         Route("/approvals/{workflow_id:path}/{call_id}", decide, methods=["POST"]),
-        Route("/checkpoints", checkpoints),
-        Mount("/static", StaticFiles(directory=STATIC), name="static"),
     ]
-    app = Starlette(routes=routes, lifespan=lifespan)
-    app.add_middleware(_Guard, config=config)
-    return app
