@@ -1,4 +1,5 @@
-"""The `promptimus` command line: `show`, `diff`, `run` and `chat` (see `promptimus --help`).
+"""The `promptimus` command line: `show`, `diff`, `run`, `chat`, `mcp` and `board` (see
+`promptimus --help`).
 
 Imported only by the console script and `python -m promptimus`, never by `import promptimus`.
 """

@@ -7,9 +7,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..board.parameter_diff import flat_parameters
 from ..checkpoint.read import read_checkpoint
 from ..core.parameters import value_digest
 from .command_error import CommandLineError
+
+__all__ = ["dict_digest", "flat_parameters", "load_module_dict"]
 
 
 def load_module_dict(path: str) -> dict[str, Any]:
@@ -20,16 +23,6 @@ def load_module_dict(path: str) -> dict[str, Any]:
     if file.is_dir():
         raise CommandLineError(f"{path} is a folder; give the path of a .toml checkpoint.")
     return read_checkpoint(file)
-
-
-def flat_parameters(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """Every parameter under its dotted key (`agent.prompt`), in checkpoint order."""
-    flat: dict[str, Any] = {}
-    for name, value in data.get("params", {}).items():
-        flat[prefix + name] = value
-    for name, sub in data.get("submodules", {}).items():
-        flat.update(flat_parameters(sub, f"{prefix}{name}."))
-    return flat
 
 
 def dict_digest(data: Mapping[str, Any]) -> str:

@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
     from ..mcp.serve_command import add_serve_arguments
 
     add_serve_arguments(mcp_commands.add_parser("serve", help="serve over stdio or --http"))
+    from .board import add_board_arguments
+
+    add_board_arguments(
+        commands.add_parser("board", help="a local web page of runs, training and approvals")
+    )
     return parser
 
 
@@ -88,6 +93,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from .diff import diff
 
         return diff(args.a, args.b, sys.stdout)
+    if args.command == "board":
+        from .board import run_board
+
+        return run_board(args)
     if args.command == "mcp":
         from ..mcp.serve_command import run_serve
 

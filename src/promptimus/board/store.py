@@ -1,0 +1,78 @@
+"""The board's SQLite file: its tables, written by `record` and read by the board's pages.
+
+A run is one outermost module call (an agent's `run`, a module called with nothing around it).
+Each module call, model call and tool call inside it is a span, with its parent span:
+
+- `runs`: id, request, status ("running", "ok", "error", "needs_approval"), started and ended
+  (Unix seconds), tokens, cost, the error text, the answer.
+- `spans`: id, run, parent, name (the module path; a model call is `<path>.llm`), kind
+  ("AGENT", "CHAIN", "TOOL", "LLM", ...), start and end, status, error, input and output
+  (JSON text), the model, token counts, cost, and for a model call its messages and reply.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SCHEMA", "open_for_reading", "rows"]
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    request TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,
+    started REAL NOT NULL,
+    ended REAL,
+    tokens INTEGER NOT NULL DEFAULT 0,
+    cost REAL,
+    error TEXT,
+    answer TEXT
+);
+CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
+CREATE TABLE IF NOT EXISTS spans (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL,
+    parent_id TEXT,
+    name TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    started REAL NOT NULL,
+    ended REAL,
+    status TEXT NOT NULL,
+    error TEXT,
+    input TEXT,
+    output TEXT,
+    model TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    cost REAL
+);
+CREATE INDEX IF NOT EXISTS spans_run ON spans (run_id, started);
+"""
+
+
+def open_for_reading(path: Path) -> sqlite3.Connection | None:
+    """A read-only connection to the board file, None while it does not exist yet."""
+    if not path.is_file():
+        return None
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5.0)
+    db.row_factory = sqlite3.Row
+    return db
+
+
+def rows(path: Path, query: str, parameters: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
+    """The rows of `query` on the board file as dicts ([] while the file or its tables do not
+    exist yet: a board started before the first run shows an empty page)."""
+    db = open_for_reading(path)
+    if db is None:
+        return []
+    try:
+        return [dict(row) for row in db.execute(query, parameters)]
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
+    finally:
+        db.close()

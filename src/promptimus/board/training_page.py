@@ -1,0 +1,189 @@
+"""The Training pages: every `fit` under `--fits` (a folder holding `history.jsonl`), and one fit:
+its score against spend as an inline SVG chart, each candidate with its parent, the diff of its
+prompt against the parent's, whether it was kept, and the best checkpoint against the start."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from ..checkpoint.read import read_checkpoint
+from .html import diff_block, esc, page, table, text_diff, url
+from .parameter_diff import flat_parameters, parameter_changes
+
+__all__ = ["fit_page", "fits", "training_page"]
+
+HISTORY = "history.jsonl"
+BEST = "best.toml"
+
+
+def fits(root: Path | None) -> list[Path]:
+    """The fit folders under `root` (itself included), by name."""
+    if root is None or not root.is_dir():
+        return []
+    return sorted(p.parent for p in root.rglob(HISTORY) if p.is_file())
+
+
+def history(folder: Path) -> list[dict[str, Any]]:
+    entries = []
+    for line in (folder / HISTORY).read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            try:
+                entries.append(json.loads(line))
+            except ValueError:
+                continue  # a line cut by a crash: the rest is still shown
+    return entries
+
+
+def training_page(root: Path | None) -> str:
+    if root is None:
+        return page("Training", "training", "<p class=empty>Start the board with --fits DIR.</p>")
+    found = fits(root)
+    listed = []
+    for folder in found:
+        entries = history(folder)
+        best = max((e.get("val_score", 0) for e in entries if e.get("accepted")), default=None)
+        name = str(folder.relative_to(root)) if folder != root else folder.name
+        listed.append(
+            [
+                f'<a href="/training/fit?dir={esc(url(name)[1:])}">{esc(name)}</a>',
+                str(len(entries) - 1 if entries else 0),
+                esc(_score(entries[0].get("val_score")) if entries else ""),
+                esc(_score(best)),
+                str(entries[-1].get("tokens", 0) if entries else 0),
+            ]
+        )
+    body = table(
+        ["fit", "candidates", "baseline", "best", "tokens spent"],
+        listed,
+        empty=f"No fit under {root} yet (a fit writes history.jsonl in its checkpoint_dir).",
+    )
+    return page("Training", "training", body)
+
+
+def _score(value: Any) -> str:
+    return f"{value:.3f}" if isinstance(value, int | float) else ""
+
+
+def fit_page(root: Path, name: str) -> str | None:
+    folder = (root / name).resolve()
+    if not folder.is_relative_to(root.resolve()) or not (folder / HISTORY).is_file():
+        return None
+    entries = history(folder)
+    if not entries:
+        return None
+    body = "<h2>Score against spend</h2>" + chart(entries)
+    body += "<h2>Candidates</h2>" + _candidates(entries)
+    body += "<h2>Best checkpoint against the start</h2>" + _best_diff(folder, entries)
+    return page(f"Fit {name}", "training", body)
+
+
+def _spend(entry: dict[str, Any], by_tokens: bool) -> float:
+    return float(entry.get("tokens", 0) if by_tokens else entry.get("calls", 0))
+
+
+def chart(entries: list[dict[str, Any]]) -> str:
+    """Each candidate's validation score against what had been spent (tokens, or module calls
+    when no token was counted): kept candidates filled, the best-so-far line stepped. (A
+    proposal turned down on its minibatch has no validation score: it is in the table only.)"""
+    entries = [e for e in entries if isinstance(e.get("val_score"), int | float)]
+    if not entries:
+        return "<p class=empty>No candidate was scored on the validation set yet.</p>"
+    by_tokens = any(e.get("tokens") for e in entries)
+    xs = [_spend(e, by_tokens) for e in entries]
+    ys = [float(e.get("val_score", 0.0)) for e in entries]
+    width, height, pad = 640, 260, 44
+    x_max = max(max(xs), 1.0)
+    y_min, y_max = min(0.0, *ys), max(1.0, *ys)
+
+    def px(x: float) -> float:
+        return pad + x / x_max * (width - 2 * pad)
+
+    def py(y: float) -> float:
+        return height - pad - (y - y_min) / (y_max - y_min or 1) * (height - 2 * pad)
+
+    best, steps = ys[0], []
+    for x, y, entry in zip(xs, ys, entries, strict=True):
+        steps.append(f"{px(x):.1f},{py(best):.1f}")
+        if entry.get("accepted"):
+            best = max(best, y)
+            steps.append(f"{px(x):.1f},{py(best):.1f}")
+    points = "".join(
+        f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="5" class="{_kept(e)}">'
+        f"<title>candidate {e.get('candidate')}: {y:.3f} at {x:.0f}</title></circle>"
+        for x, y, e in zip(xs, ys, entries, strict=True)
+    )
+    unit = "tokens" if by_tokens else "module calls"
+    axes = (
+        f'<line x1="{pad}" y1="{height - pad}" x2="{width - pad}" y2="{height - pad}" '
+        'class="axis"/>'
+        f'<line x1="{pad}" y1="{pad}" x2="{pad}" y2="{height - pad}" class="axis"/>'
+        f'<text x="{width / 2}" y="{height - 8}" text-anchor="middle">spend ({unit})</text>'
+        f'<text x="{pad - 6}" y="{py(y_max) + 4:.1f}" text-anchor="end">{y_max:.2f}</text>'
+        f'<text x="{pad - 6}" y="{py(y_min) + 4:.1f}" text-anchor="end">{y_min:.2f}</text>'
+        f'<text x="{width - pad}" y="{height - pad + 16}" text-anchor="end">{x_max:.0f}</text>'
+        f'<text x="14" y="{height / 2}" transform="rotate(-90 14 {height / 2})" '
+        'text-anchor="middle">validation score</text>'
+    )
+    return (
+        f'<svg class="chart" role="img" aria-label="score against spend" viewBox="0 0 {width} '
+        f'{height}" width="{width}" height="{height}">{axes}'
+        f'<polyline class="best" points="{" ".join(steps)}"/>{points}</svg>'
+    )
+
+
+def _kept(entry: dict[str, Any]) -> str:
+    return "kept" if entry.get("accepted") else "dropped"
+
+
+def candidate_values(entries: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
+    """Each candidate's parameter values: the baseline's, with each step's change applied to
+    its parent's."""
+    values: dict[int, dict[str, Any]] = {}
+    for entry in entries:
+        cid = entry.get("candidate")
+        if not isinstance(cid, int):
+            continue
+        parent = entry.get("parent")
+        if parent is None:
+            values[cid] = dict(entry.get("values") or {})
+        elif isinstance(parent, int) and parent in values and entry.get("path"):
+            values[cid] = {**values[parent], entry["path"]: entry.get("value")}
+    return values
+
+
+def _candidates(entries: list[dict[str, Any]]) -> str:
+    values = candidate_values(entries)
+    rows = []
+    for entry in entries:
+        cid, parent, path = entry.get("candidate"), entry.get("parent"), entry.get("path")
+        change = "<span class=empty>the starting values</span>"
+        if isinstance(parent, int) and path:
+            old = values.get(parent, {}).get(path)
+            new = entry.get("value")
+            if isinstance(old, str) and isinstance(new, str):
+                label = "proposal" if cid is None else f"candidate {cid}"
+                change = text_diff(old, new, f"candidate {parent}:{path}", f"{label}:{path}")
+            else:
+                change = f"<pre>{esc(path)}: {esc(json.dumps(new, ensure_ascii=False))}</pre>"
+        rows.append(
+            [
+                esc("—" if cid is None else cid),
+                esc("" if parent is None else parent),
+                esc(_score(entry.get("val_score"))),
+                f'<span class="badge {_kept(entry)}">{_kept(entry)}</span>',
+                esc(entry.get("reason", "")),
+                change,
+            ]
+        )
+    return table(["candidate", "parent", "score", "kept", "why", "change"], rows, empty="")
+
+
+def _best_diff(folder: Path, entries: list[dict[str, Any]]) -> str:
+    if not (folder / BEST).is_file():
+        return f"<p class=empty>No {BEST} in {esc(folder)}.</p>"
+    best = flat_parameters(read_checkpoint(folder / BEST))
+    start = {**best, **(entries[0].get("values") or {})}
+    changes = parameter_changes(start, best, "start", BEST)
+    return diff_block(changes, same="The best checkpoint holds the starting values.")

@@ -1,0 +1,174 @@
+"""`record(path)`: real agent runs against the fake OpenAI server land in the SQLite file as runs
+and span trees (module paths, tool calls with arguments and results, messages, usage, cost,
+errors); concurrent runs keep their own trees; what finished is written by `close`; no key or
+secret reaches the file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from promptimus import Module
+from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.board import record
+from promptimus.errors import InvalidArgument
+from promptimus.llms import OpenAILike
+from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
+from promptimus.tools.tool import Tool
+
+KEY = "sk-recorder-test-key-123"
+TOKEN = "tok-from-the-environment-456"
+
+
+def lookup(order: int) -> str:
+    """Look an order up."""
+    return f"order {order}: 30 EUR"
+
+
+def agent(srv: FakeOpenAIServer) -> OpenaiToolCallingAgent:
+    llm = OpenAILike("fake-model", api_key=KEY, base_url=srv.base_url)
+    return OpenaiToolCallingAgent("You help.", [Tool(lookup)], max_steps=5).with_llm(llm)
+
+
+def table(path: Path, query: str) -> list[dict[str, Any]]:
+    db = sqlite3.connect(path)
+    db.row_factory = sqlite3.Row
+    try:
+        return [dict(row) for row in db.execute(query)]
+    finally:
+        db.close()
+
+
+async def test_a_run_is_kept_with_its_tree_tool_calls_messages_usage_and_cost(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.chat.script(
+        Reply(tool_calls=[ToolCall("lookup", {"order": 7}, id="c1")]), "Order 7 costs 30 EUR."
+    )
+    path = tmp_path / "runs.sqlite"
+    with record(path, pricing={"fake-model": (1.0, 2.0)}):
+        await agent(fake_openai).run("How much is order 7?")
+
+    [run] = table(path, "SELECT * FROM runs")
+    assert (run["request"], run["status"], json.loads(run["answer"])) == (
+        "How much is order 7?",
+        "ok",
+        "Order 7 costs 30 EUR.",
+    )
+    spans = table(path, "SELECT * FROM spans ORDER BY started")
+    assert [(s["name"], s["kind"]) for s in spans] == [
+        ("root", "AGENT"),
+        ("root.predictor.prompt", "CHAIN"),
+        ("root.predictor.prompt.llm", "LLM"),
+        ("root.tools.lookup", "TOOL"),
+        ("root.predictor.prompt", "CHAIN"),
+        ("root.predictor.prompt.llm", "LLM"),
+    ]
+    by_id = {s["id"]: s for s in spans}
+    tool = spans[3]
+    assert by_id[tool["parent_id"]]["name"] == "root"
+    assert json.loads(tool["input"]) == {"order": 7}
+    assert json.loads(tool["output"]) == "order 7: 30 EUR"
+    model_calls = [s for s in spans if s["kind"] == "LLM"]
+    sent = json.loads(model_calls[1]["input"])
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool"]
+    assert json.loads(model_calls[0]["output"])["tool_calls"][0]["function"]["name"] == "lookup"
+    tokens = sum(s["prompt_tokens"] + s["completion_tokens"] for s in model_calls)
+    assert run["tokens"] == tokens > 0
+    cost = sum(s["prompt_tokens"] * 1.0 + s["completion_tokens"] * 2.0 for s in model_calls) / 1e6
+    assert run["cost"] == pytest.approx(cost)
+    assert all(s["run_id"] == run["id"] and s["status"] == "ok" for s in spans)
+
+
+def every_byte(folder: Path) -> bytes:
+    """The board file with its WAL and shared-memory files: whatever reached the disk."""
+    return b"".join(p.read_bytes() for p in folder.iterdir())
+
+
+class Broken(Module):
+    async def forward(self, text: str) -> str:
+        raise ValueError(f"cannot read {text!r} with key {KEY} and token {TOKEN}")
+
+
+async def test_no_key_or_secret_reaches_the_file(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SHOP_API_TOKEN", TOKEN)
+
+    def echo_secret(order: int) -> str:
+        """Say what the tool holds."""
+        return f"order {order} with {TOKEN} and {KEY}"
+
+    llm = OpenAILike("fake-model", api_key=KEY, base_url=fake_openai.base_url)
+    leaky = OpenaiToolCallingAgent("You help.", [Tool(echo_secret)]).with_llm(llm)
+    fake_openai.chat.script(
+        Reply(tool_calls=[ToolCall("echo_secret", {"order": 1}, id="c1")]), f"done {KEY}"
+    )
+    path = tmp_path / "runs.sqlite"
+    with record(path):
+        await leaky.run(f"my token is {TOKEN}")
+        with pytest.raises(ValueError):
+            await Broken()("page")
+
+    written = every_byte(tmp_path)
+    assert KEY.encode() not in written and TOKEN.encode() not in written
+    errors = [r["error"] for r in table(path, "SELECT error FROM runs") if r["error"]]
+    assert errors == ["ValueError: cannot read 'page' with key *** and token ***"]
+    assert "[REDACTED]" in json.dumps(table(path, "SELECT input, output FROM spans"))
+
+
+async def test_concurrent_runs_keep_their_own_trees(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    def reply(body: dict[str, Any]) -> Any:
+        messages = body["messages"]
+        order = int(messages[1]["content"].split()[-1])
+        if messages[-1]["role"] == "tool":
+            return f"answer for {order}"
+        return Reply(tool_calls=[ToolCall("lookup", {"order": order}, id=f"c{order}")])
+
+    fake_openai.chat.respond_with(reply)
+    path = tmp_path / "runs.sqlite"
+    with record(path):
+        await asyncio.gather(*(agent(fake_openai).run(f"order {n}") for n in range(8)))
+
+    runs = table(path, "SELECT * FROM runs")
+    assert sorted(r["request"] for r in runs) == sorted(f"order {n}" for n in range(8))
+    for run in runs:
+        order = int(run["request"].split()[-1])
+        tools = table(path, f"SELECT input FROM spans WHERE run_id = '{run['id']}' AND kind='TOOL'")
+        assert [json.loads(t["input"]) for t in tools] == [{"order": order}]
+        assert json.loads(run["answer"]) == f"answer for {order}"
+
+
+async def test_a_finished_run_is_written_by_close_and_flush(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    recording = record(path, batch_seconds=10)  # nothing would be written for ten seconds
+    try:
+        await agent(fake_openai).run("first")
+        recording.flush()
+        assert [r["request"] for r in table(path, "SELECT request FROM runs")] == ["first"]
+        await agent(fake_openai).run("second")
+    finally:
+        recording.close()
+    assert sorted(r["request"] for r in table(path, "SELECT request FROM runs")) == [
+        "first",
+        "second",
+    ]
+    assert not recording.active
+    await agent(fake_openai).run("after close")  # no longer recorded
+    assert len(table(path, "SELECT id FROM runs")) == 2
+
+
+def test_a_folder_is_not_a_board_file(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgument, match="folder"):
+        record(tmp_path)
+    with pytest.raises(InvalidArgument, match="batch_seconds"):
+        record(tmp_path / "runs.sqlite", batch_seconds=float("nan"))
