@@ -141,7 +141,9 @@ def names_used_before_defined(script: str) -> list[str]:
                 problems += [
                     f"{n.id} (line {n.lineno})" for n in _loaded(part) if n.id not in defined
                 ]
-        problems += [f"{n.id} (line {n.lineno})" for n in _loaded(stmt) if n.id not in known]
+        later = stmt.body if late else [stmt]
+        loads = [n for part in later for n in _loaded(part)]
+        problems += [f"{n.id} (line {n.lineno})" for n in loads if n.id not in known]
         defined |= _bound(stmt)
     return problems
 
