@@ -71,6 +71,18 @@ def test_a_run_record_prints_a_summary_and_each_tool_call() -> None:
     assert len(run.steps) == 2 and run.to_dict()["steps"][0]["tool_calls"][0]["result"]
 
 
+def test_a_step_prints_on_one_line() -> None:
+    first, answer = record().steps
+    assert repr(first) == (
+        "<StepRecord 0: 0 messages sent, 1 tool call (get_weather), 7 tokens; reply '[calls "
+        "get_weather]'>"
+    )
+    assert repr(answer) == (
+        "<StepRecord 1: 0 messages sent, 0 tool calls, 8 tokens; reply '18 degrees & rain'>"
+    )
+    assert first.request == [] and first.tool_calls[0].result == "18 degrees"
+
+
 def test_a_run_record_renders_an_escaped_table() -> None:
     page = record()._repr_html_()
     assert "<td>get_weather</td>" in page and "<td>(answer)</td>" in page

@@ -27,7 +27,7 @@ import pytest
 from locations import REPO
 
 DOCS = REPO / "docs"
-MAX_SKIPPED = 12  # blocks marked not-run on all pages together
+MAX_SKIPPED = 4  # blocks marked not-run on all pages together (2 today: a Ray cluster, Phoenix)
 NOT_RUN = re.compile(r"^<!--\s*not-run:\s*(.*?)\s*-->$")
 FENCE = re.compile(r"^(`{3,})\s*([\w+-]*)")
 

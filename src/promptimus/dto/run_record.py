@@ -93,6 +93,14 @@ class StepRecord:
     """The tool names offered at this step when a step hook narrowed them; None: all of the
     agent's tools."""
 
+    def __repr__(self) -> str:
+        names = ", ".join(call.name for call in self.tool_calls)
+        calls = f"{plural(len(self.tool_calls), 'tool call')}" + (f" ({names})" if names else "")
+        return (
+            f"<StepRecord {self.index}: {plural(len(self.request), 'message')} sent, {calls}, "
+            f"{self.usage.total_tokens} tokens; reply {clip(short_text(self.reply))!r}>"
+        )
+
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (see `RunRecord.to_dict`)."""
         return {
