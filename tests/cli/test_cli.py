@@ -204,6 +204,9 @@ def test_run_with_the_fake_model_answers_offline(work: Path) -> None:
         )  # fmt: skip
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("[OFFLINE fake model] You said: 'Hello there'.")
+        # the run's summary, as `print(result)` shows it, goes to stderr: stdout stays the answer
+        assert result.stderr.startswith("[completed: 1 step, 0 tool calls, "), result.stderr
+        assert result.stderr.count("\n") == 1 and " tokens (" in result.stderr
 
 
 def test_run_applies_the_checkpoint_to_a_class_or_factory(work: Path) -> None:

@@ -271,6 +271,8 @@ def test_a_script_joins_the_cluster_by_address_with_classes_defined_in_main(
         timeout=300,
     )
     assert done.returncode == 0, done.stderr[-3000:]
+    # before the wait for the cluster, one line says what it waits for
+    assert f"promptimus: connecting RayRunner to the Ray cluster at {address}\n" in done.stderr
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result == {
         "score": 1.0,

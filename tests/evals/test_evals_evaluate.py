@@ -29,6 +29,7 @@ from promptimus.evals import (
     Score,
     evaluate,
     exact_match,
+    progress,
 )
 from promptimus.llms import OpenAILike
 from promptimus.llms.scripted import ScriptedLLM
@@ -284,7 +285,10 @@ async def test_the_report_reads_as_a_table_html_and_jsonl(tmp_path: Path) -> Non
         ]
     )
     report = await run(Flaky(), data_, exact_match)
-    text = repr(report)
+    assert repr(report) == (
+        "<EvalReport: score 0.333 over 3 examples, 1 error; 0 requests, 0 tokens>"
+    )
+    text = str(report)
     assert text.splitlines()[0] == (
         "EvalReport: score 0.333 over 3 examples, 1 error; 0 requests, 0 tokens"
     )
@@ -332,8 +336,12 @@ async def test_without_tqdm_the_run_works_without_a_bar(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "tqdm", None)  # import tqdm now raises ImportError
     terminal = FakeTerminal()
     monkeypatch.setattr(sys, "stderr", terminal)
+    monkeypatch.setattr(progress, "_warned", False)
     report = await run(Counting(), data(3), exact_match, progress=True)
-    assert report.score == 1.0 and terminal.getvalue() == ""
+    hint = "promptimus: install tqdm (pip install 'promptimus[evals]') to see a progress bar\n"
+    assert report.score == 1.0 and terminal.getvalue() == hint  # one line, no bar
+    await run(Counting(), data(3), exact_match, progress=True)
+    assert terminal.getvalue() == hint  # said once per process
 
 
 async def test_an_agents_usage_counts_every_step_and_its_memory_stays_per_example() -> None:

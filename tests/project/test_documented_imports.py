@@ -1,7 +1,7 @@
 """Every import the documentation shows works: each `from promptimus... import ...` and
-`import promptimus...` line, and each `pm.<name>` chain, in the README, the examples, the
-tutorials' code cells and the docstrings of `src/`, resolves to a real object. The names of
-promptimus 0.1 are checked by `tests/compat/test_compat_original.py`."""
+`import promptimus...` line, and each `pm.<name>` chain, in the README, the documentation site's
+pages (docs/), the examples, the tutorials' code cells and the docstrings of `src/`, resolves to
+a real object. The names of promptimus 0.1 are checked by `tests/compat/test_compat_original.py`."""
 
 from __future__ import annotations
 
@@ -32,9 +32,11 @@ DOTTED = re.compile(r"`(promptimus(?:\.[A-Za-z_]\w*)+)")  # `promptimus.observe.
 
 
 def documented_texts() -> dict[str, str]:
-    """Where each text comes from -> the text: README, examples, notebook code cells, and every
-    docstring (module, class, function) of src/."""
+    """Where each text comes from -> the text: README, the docs pages, examples, notebook code
+    cells, and every docstring (module, class, function) of src/."""
     texts = {"README.md": (REPO / "README.md").read_text(encoding="utf-8")}
+    for path in sorted((REPO / "docs").rglob("*.md")):
+        texts[path.relative_to(REPO).as_posix()] = path.read_text(encoding="utf-8")
     for path in sorted((REPO / "examples").glob("*.py")):
         texts[path.relative_to(REPO).as_posix()] = path.read_text(encoding="utf-8")
     for path in sorted((REPO / "notebooks").glob("*.ipynb")):
@@ -103,9 +105,11 @@ print(json.dumps(failed))
 
 def test_the_documentation_shows_many_imports() -> None:
     names = documented_names()
-    # the scan works: it finds the README's quick start and docstring examples alike
+    # the scan works: it finds the README's tour, the docs pages and docstring examples alike
     assert len(names) > 50
     assert any("README.md" in where for where in names.values())
+    assert any(w.startswith("docs/concepts/") for where in names.values() for w in where)
+    assert any(w.startswith("docs/howto/") for where in names.values() for w in where)
     assert any(w.startswith("src/") for where in names.values() for w in where)
     assert "promptimus.agents:OpenaiToolCallingAgent" in names
     assert "pm:Session" in names

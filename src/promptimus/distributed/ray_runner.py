@@ -252,6 +252,9 @@ class RayRunner:
         ray = _ray()
         if not ray.is_initialized():
             where = self.address or "a new local Ray"
+            from .announce import announce_ray_start
+
+            announce_ray_start(self.address)  # one line: what the wait that follows is for
             try:
                 ray.init(address=self.address)
             except Exception as exc:

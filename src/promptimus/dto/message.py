@@ -41,6 +41,11 @@ class Message(BaseModel):
     finish_reason: str | None = None
     model_name: str | None = None
 
+    def __str__(self) -> str:
+        """The message's text: ``print(reply)`` shows what the model said. ``repr`` keeps
+        every field; `prettify` adds the role."""
+        return self.content
+
     def prettify(self) -> str:
         """``"role: content"``, the one-line form the original promptimus printed."""
         return f"{self.role.value}: {self.content}"

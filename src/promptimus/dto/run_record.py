@@ -14,6 +14,7 @@ from typing import Any
 
 from pydantic_core import to_jsonable_python
 
+from .display import clip, html_table, plural, short_text
 from .image import ImageContent
 from .message import Message
 from .usage import Usage
@@ -91,6 +92,14 @@ class StepRecord:
     tools: list[str] | None = None
     """The tool names offered at this step when a step hook narrowed them; None: all of the
     agent's tools."""
+
+    def __repr__(self) -> str:
+        names = ", ".join(call.name for call in self.tool_calls)
+        calls = f"{plural(len(self.tool_calls), 'tool call')}" + (f" ({names})" if names else "")
+        return (
+            f"<StepRecord {self.index}: {plural(len(self.request), 'message')} sent, {calls}, "
+            f"{self.usage.total_tokens} tokens; reply {clip(short_text(self.reply))!r}>"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (see `RunRecord.to_dict`)."""
@@ -191,6 +200,43 @@ class RunRecord:
                 else {}
             ),
         }
+
+    # --- display: a short summary; `steps` and `to_dict()` hold everything ------------------
+
+    def summary(self) -> str:
+        """One line: steps, tool calls (failed ones counted), tokens."""
+        calls = self.tool_calls
+        failed = sum(call.error is not None for call in calls)
+        text = f"{plural(len(self.steps), 'step')}, {plural(len(calls), 'tool call')}"
+        if failed:
+            text += f" ({failed} failed)"
+        return f"{text}, {self.usage}"
+
+    def __repr__(self) -> str:
+        return f"<RunRecord: {self.summary()}; output {clip(short_text(self.output))!r}>"
+
+    def __str__(self) -> str:
+        lines = [f"RunRecord: {self.summary()}"]
+        for step in self.steps:
+            for call in step.tool_calls:
+                outcome = f"failed: {call.error}" if call.error is not None else call.result
+                lines.append(f"  step {step.index}: {call.name}({clip(call.arguments, 40)})")
+                lines.append(f"    -> {clip(str(outcome), 70)}")
+        lines.append(f"  output: {clip(short_text(self.output), 100)}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = [
+            (
+                step.index,
+                ", ".join(call.name for call in step.tool_calls) or "(answer)",
+                step.usage.total_tokens,
+                clip(short_text(step.reply), 80),
+            )
+            for step in self.steps
+        ]
+        header = ["step", "tool calls", "tokens", "reply"]
+        return html_table(f"RunRecord: {self.summary()}", header, rows)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> RunRecord:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from pydantic import BaseModel
+
+from .display import html_table
 
 
 class Usage(BaseModel):
@@ -34,6 +37,28 @@ class Usage(BaseModel):
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
             cache_hit=self.cache_hit and other.cache_hit,
         )
+
+    # --- display: `str` reads as a sentence, `repr` names the counts that are not zero --------
+
+    def __str__(self) -> str:
+        if self.cache_hit:
+            return "cache hit (no tokens)"
+        text = f"{self.total_tokens} tokens ({self.prompt_tokens} in, {self.completion_tokens} out"
+        extras = [
+            (self.cached_tokens, "cached"),
+            (self.cache_write_tokens, "written to cache"),
+            (self.reasoning_tokens, "reasoning"),
+        ]
+        text += "".join(f", {count} {what}" for count, what in extras if count)
+        return text + ")"
+
+    def __repr_args__(self) -> Iterable[tuple[str | None, Any]]:
+        shown = [(k, v) for k, v in super().__repr_args__() if v or k == "total_tokens"]
+        return shown
+
+    def _repr_html_(self) -> str:
+        rows = [(name, value) for name, value in self.model_dump().items()]
+        return html_table(f"Usage: {self}", ["field", "value"], rows)
 
     @classmethod
     def total(cls, usages: Iterable[Usage]) -> Usage:

@@ -4,8 +4,9 @@
 in a Jupyter kernel, with `tqdm.auto` (a widget in notebooks when ipywidgets is there, text
 otherwise). tqdm is an optional extra (`pip install promptimus[evals]`); without it, or when
 stderr goes to a file or a pipe (CI logs, test runs), there is no bar — progress output must
-never be the reason an evaluation fails or a log fills up. tqdm is imported only here, and only
-when a bar is shown.
+never be the reason an evaluation fails or a log fills up. Where a bar could be seen but tqdm is
+missing, one line on stderr says how to get it (once per process). tqdm is imported only here,
+and only when a bar is shown.
 """
 
 from __future__ import annotations
@@ -52,6 +53,14 @@ def _visible() -> bool:
     return False
 
 
+def _hint(text: str) -> None:
+    """One line for the person watching (stderr, where the bar would have been), and the log."""
+    log.info(text)
+    with contextlib.suppress(Exception):  # a closed or missing stderr never fails a run
+        sys.stderr.write(f"promptimus: {text}\n")
+        sys.stderr.flush()
+
+
 def open_progress(total: int, enabled: bool, description: str = "evaluate") -> ProgressBar:
     """A bar counting `total` steps, or one that does nothing (see the module docstring)."""
     global _warned
@@ -62,7 +71,7 @@ def open_progress(total: int, enabled: bool, description: str = "evaluate") -> P
     except ImportError:
         if not _warned:
             _warned = True
-            log.info("install tqdm (pip install 'promptimus[evals]') for a progress bar")
+            _hint("install tqdm (pip install 'promptimus[evals]') to see a progress bar")
         return _NoBar()
     try:
         bar: ProgressBar = tqdm(total=total, desc=description, unit="ex", file=sys.stderr)

@@ -84,8 +84,8 @@ def _inputs_cell(inputs: dict[str, Any]) -> str:
 class EvalReport:
     """The result of `evaluate`: `rows` in dataset order, `score` (their mean), `scores`,
     `usage` (the module's LLM requests and tokens), `metric_usage` (the metric's, e.g. an
-    LLMJudge), `errors` (rows whose module or metric raised). `repr` is a readable table;
-    notebooks show it as HTML."""
+    LLMJudge), `errors` (rows whose module or metric raised). `repr` is its one-line summary,
+    `str` (what `print` shows) adds a table of the first rows; notebooks show it as HTML."""
 
     def __init__(self, rows: list[EvalRow], metric_usage: UsageTotals | None = None) -> None:
         self.rows = rows
@@ -154,6 +154,9 @@ class EvalReport:
         return header, body
 
     def __repr__(self) -> str:
+        return f"<{self.summary()}>"
+
+    def __str__(self) -> str:
         header, body = self._table()
         widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
         lines = [self.summary()]

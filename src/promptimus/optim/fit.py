@@ -11,6 +11,7 @@ from typing import Any, Protocol
 
 from ..core import Module, Parameter
 from ..dto import Usage
+from ..dto.display import clip, html_table, plural
 from ..errors import BudgetTooSmall, EmptyTrainingData, InvalidArgument, OptimizationError
 from ..evals.example import example_list
 from ..evals.runner import Runner, check_runner
@@ -34,6 +35,35 @@ class TrainResult:
     usage: Usage
     calls: int = 0
     best_values: dict[str, Any] = field(default_factory=dict)
+
+    # --- display: a short summary; `history` and `best_values` hold everything ---------------
+
+    def summary(self) -> str:
+        """One line: baseline and best score, candidates tried and kept, calls and tokens."""
+        tried = [e for e in self.history if "accepted" in e and e.get("reason") != "baseline"]
+        kept = sum(bool(entry["accepted"]) for entry in tried)
+        return (
+            f"TrainResult: score {self.baseline_score:.3f} -> {self.best_score:.3f}; "
+            f"{plural(len(tried), 'candidate')} ({kept} kept), {plural(self.calls, 'call')}, "
+            f"{self.usage.total_tokens} tokens"
+        )
+
+    def __repr__(self) -> str:
+        return f"<{self.summary()}>"
+
+    def __str__(self) -> str:
+        lines = [self.summary()]
+        values = list(self.best_values.items())
+        lines += [f"  {path} = {clip(repr(value), 70)}" for path, value in values[:8]]
+        if len(values) > 8:
+            lines.append(f"  … {len(values) - 8} more parameters in best_values")
+        if self.checkpoint_path is not None:
+            lines.append(f"  saved to {self.checkpoint_path}")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        rows = [(path, clip(repr(value), 200)) for path, value in self.best_values.items()]
+        return html_table(self.summary(), ["parameter", "best value"], rows)
 
 
 async def fit(
