@@ -16,11 +16,13 @@ process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
@@ -233,7 +235,8 @@ class SQLiteSessionStore(PickledAsSettings):
         import sqlite3
 
         try:
-            return self._file.connection().execute(query, parameters).fetchall()
+            with self._file.using() as db:
+                return db.execute(query, parameters).fetchall()
         except sqlite3.Error as exc:
             raise self._error(exc, "read") from None
 
@@ -242,30 +245,73 @@ class SQLiteSessionStore(PickledAsSettings):
         on a worker thread that waits for the other writer."""
         import sqlite3
 
-        try:
-            db = self._file.begin_now()
-        except sqlite3.Error as exc:
-            raise self._error(exc, "write") from None
-        if db is None:
-            return await asyncio.to_thread(self._write_sync, body)
-        return self._finish(db, body)
+        with self._opened("write") as db:
+            try:
+                free = self._file.begin_now(db)
+            except sqlite3.Error as exc:
+                raise self._error(exc, "write") from None
+            if free:
+                return self._finish(db, body)
+        return await self._write_waiting(body)
 
-    def _write_sync(self, body: Callable[[sqlite3.Connection], T]) -> T:
+    @contextlib.contextmanager
+    def _opened(self, what: str) -> Iterator[sqlite3.Connection]:
+        """`SQLiteFile.using`, a file that cannot be opened being a named error."""
         import sqlite3
 
         try:
-            db = self._file.begin()  # waits up to busy_timeout for other writers
+            with self._file.using() as db:
+                yield db
         except sqlite3.Error as exc:
-            raise self._error(exc, "write") from None
-        return self._finish(db, body)
+            raise self._error(exc, what) from None
 
-    def _finish(self, db: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `body` in the transaction begun on `db` and commit (or roll back and raise)."""
+    async def _write_waiting(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """`body` on a worker thread that waits for the write lock. Cancelled while it waits or
+        runs, it writes nothing: the thread rolls back instead of committing. Cancelled once
+        its commit has begun, the write stands and is returned (the cancellation comes too
+        late to take it back, and a caller told "cancelled" must be able to trust that nothing
+        was written)."""
+        gate = _CommitGate()
+        future = asyncio.ensure_future(asyncio.to_thread(self._write_sync, body, gate))
+        future.add_done_callback(_retrieve)  # a write abandoned by its caller may still fail
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if gate.abandon():
+                raise
+        result = await future  # committing now: it ends within a statement
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        return result
+
+    def _write_sync(
+        self, body: Callable[[sqlite3.Connection], T], gate: _CommitGate | None = None
+    ) -> T:
+        import sqlite3
+
+        with self._opened("write") as db:
+            try:
+                self._file.begin(db)  # waits up to busy_timeout for other writers
+            except sqlite3.Error as exc:
+                raise self._error(exc, "write") from None
+            return self._finish(db, body, gate)
+
+    def _finish(
+        self,
+        db: sqlite3.Connection,
+        body: Callable[[sqlite3.Connection], T],
+        gate: _CommitGate | None = None,
+    ) -> T:
+        """Run `body` in the transaction begun on `db` and commit (or roll back and raise; or
+        roll back and raise `_Abandoned` if `gate` says the caller has gone)."""
         import sqlite3
 
         try:
             try:
                 result = body(db)
+                if gate is not None and not gate.commit():
+                    raise _Abandoned
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
@@ -307,8 +353,46 @@ class SQLiteSessionStore(PickledAsSettings):
         await self.aclose()
 
     async def aclose(self) -> None:
-        self.close()
+        # on a thread: closing waits for the connections other threads are using
+        await asyncio.to_thread(self.close)
 
     def close(self) -> None:
-        """Close every connection (the file stays; a later use reopens it)."""
+        """Close every connection, each once no thread is using it (the file stays; a later
+        use reopens it)."""
         self._file.close()
+
+
+class _Abandoned(Exception):
+    """A waiting write whose caller was cancelled: rolled back, never committed."""
+
+
+class _CommitGate:
+    """Decides, once, between a waiting write's commit and its caller's cancellation."""
+
+    __slots__ = ("_lock", "_state")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "open"
+
+    def commit(self) -> bool:
+        """Called by the writing thread before COMMIT: False if the caller has gone."""
+        with self._lock:
+            if self._state == "abandoned":
+                return False
+            self._state = "committing"
+            return True
+
+    def abandon(self) -> bool:
+        """Called on cancellation: False if the commit has already begun."""
+        with self._lock:
+            if self._state == "committing":
+                return False
+            self._state = "abandoned"
+            return True
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a write's outcome as seen (an abandoned one has no other reader)."""
+    if not future.cancelled():
+        future.exception()
