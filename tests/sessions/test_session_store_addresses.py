@@ -123,8 +123,7 @@ async def test_a_wrong_postgres_password_is_an_authentication_failure_at_once(
         assert await good.append_turn("alice", "{}") == 1
         await good.aclose()
         kv = PostgresSessionStore(
-            f"host={user.socket_folder} dbname={user.database} user={user.name} "
-            f"password='{right}'",
+            f"host={user.socket_folder} dbname={user.database} user={user.name} password='{right}'",
             timeout=30,
         )
         assert await kv.append_turn("alice", "{}") == 2

@@ -18,9 +18,10 @@ HANG_GUARD = 600.0  # seconds: only so a broken run fails instead of hanging the
 @pytest.mark.parametrize("kind", ["store", "cache"])
 def test_closing_while_many_threads_use_it_never_crashes(kind: str, tmp_path: Path) -> None:
     threads, rounds = 8, 150
+    command = [sys.executable, str(SUPPORT / "sqlite_close_under_load.py"), kind]
+    command += [str(tmp_path / "app.db"), "--threads", str(threads), "--rounds", str(rounds)]
     child = subprocess.run(
-        [sys.executable, str(SUPPORT / "sqlite_close_under_load.py"), kind]
-        + [str(tmp_path / "app.db"), "--threads", str(threads), "--rounds", str(rounds)],
+        command,
         capture_output=True,
         text=True,
         timeout=HANG_GUARD,

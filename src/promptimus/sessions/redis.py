@@ -122,9 +122,22 @@ class RedisSessionStore(ServerStore):
 
     async def load_turns(self, session_id: str, since: int = 0) -> list[StoredTurn]:
         turns_key, _ = self._keys(session_id)
-        members = await self._run(lambda c: c.redis.zrangebyscore(turns_key, since, "+inf"), "read")
+        members = await self._run(
+            # as bytes: a member that is not UTF-8 is a damaged turn, named as such below
+            lambda c: c.redis.execute_command(
+                "ZRANGEBYSCORE", turns_key, since, "+inf", NEVER_DECODE=True
+            ),
+            "read",
+        )
         turns = []
-        for member in members:
+        for raw in members:
+            try:
+                member = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SessionStoreCorrupt(
+                    f"{self!r}: session {session_id!r} holds an entry that is not UTF-8 text. "
+                    "Delete the conversation (`await store.delete(id)`)."
+                ) from None
             number, colon, payload = member.partition(":")
             if not colon or not number.isdigit():
                 raise SessionStoreCorrupt(
