@@ -54,9 +54,10 @@ class SQLiteFile:
     """Per-thread connections to the SQLite file `path`; `close()` closes them all, each once it
     is no longer in use."""
 
-    def __init__(self, path: Path, busy_timeout: float) -> None:
+    def __init__(self, path: Path, busy_timeout: float, *, secure_delete: bool = False) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
+        self.secure_delete = secure_delete  # deleted content is overwritten with zeros
         self._local = threading.local()
         self._opened: list[_Opened] = []
         self._lock = threading.Lock()
@@ -137,6 +138,8 @@ class SQLiteFile:
         try:
             self._use_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints, safe in WAL
+            if self.secure_delete:
+                db.execute("PRAGMA secure_delete=ON")
         except BaseException:
             db.close()
             raise

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ..errors import (
+    InvalidStoreAddress,
     SessionStoreCorrupt,
     SessionStoreError,
     SessionStoreFull,
@@ -34,7 +35,7 @@ from ..errors import (
 )
 from ..pickled_settings import PickledAsSettings
 from ..sqlite_file import BUSY_CODES, SQLiteFile
-from .base import Clock, StoredTurn, check_limits, check_session_id
+from .base import Clock, StoredTurn, check_limits, check_session_id, check_wait
 
 if TYPE_CHECKING:
     import sqlite3
@@ -94,10 +95,13 @@ class SQLiteSessionStore(PickledAsSettings):
     ) -> None:
         self.ttl = check_limits("SQLiteSessionStore", max_turns, ttl)
         self.max_turns = max_turns
-        self.path = Path(path)
-        self.busy_timeout = busy_timeout
+        self.path = _shared_file(path)
+        self.busy_timeout = check_wait(
+            "SQLiteSessionStore", "busy_timeout", busy_timeout, positive=False
+        )
         self.clock = clock
-        self._file = SQLiteFile(self.path, busy_timeout)
+        # what a conversation erased leaves is overwritten (see `_scrub`)
+        self._file = SQLiteFile(self.path, self.busy_timeout, secure_delete=True)
         self._create()
 
     def __repr__(self) -> str:
@@ -117,9 +121,15 @@ class SQLiteSessionStore(PickledAsSettings):
 
     async def append_turn(self, session_id: str, payload: str) -> int:
         check_session_id(session_id)
-        return await self._write(lambda db: self._append(db, session_id, payload))
+        expired: list[bool] = []
+        seq = await self._write(lambda db: self._append(db, session_id, payload, expired))
+        if expired:
+            self._scrub()
+        return seq
 
-    def _append(self, db: sqlite3.Connection, session_id: str, payload: str) -> int:
+    def _append(
+        self, db: sqlite3.Connection, session_id: str, payload: str, expired: list[bool]
+    ) -> int:
         now = self.clock()
         row = db.execute(
             "SELECT last_seq, updated FROM promptimus_sessions WHERE session_id = ?",
@@ -130,6 +140,7 @@ class SQLiteSessionStore(PickledAsSettings):
             # expired: nothing of the old conversation may come back; the numbering goes on, so
             # a reader that cached it sees its last turn gone and reads the conversation again
             db.execute("DELETE FROM promptimus_turns WHERE session_id = ?", (session_id,))
+            expired.append(True)
         db.execute(
             "INSERT OR REPLACE INTO promptimus_sessions (session_id, last_seq, updated) "
             "VALUES (?, ?, ?)",
@@ -161,7 +172,9 @@ class SQLiteSessionStore(PickledAsSettings):
             gone = db.execute("DELETE FROM promptimus_sessions WHERE session_id = ?", (session_id,))
             return gone.rowcount > 0
 
-        return await self._write(delete)
+        existed = await self._write(delete)
+        self._scrub()
+        return existed
 
     async def prune(self) -> int:
         if self.ttl is None:
@@ -177,7 +190,28 @@ class SQLiteSessionStore(PickledAsSettings):
             gone = db.execute("DELETE FROM promptimus_sessions WHERE updated <= ?", (cutoff,))
             return gone.rowcount
 
-        return await self._write(prune)
+        pruned = await self._write(prune)
+        if pruned:
+            self._scrub()
+        return pruned
+
+    def _scrub(self) -> None:
+        """After an erase: move the WAL into the file and empty it. The file's copy of the erased
+        rows was overwritten with zeros (`secure_delete`), but the WAL still holds the pages
+        as they were when the turns were written, until a checkpoint empties it."""
+        import sqlite3
+
+        try:
+            with self._file.using() as db:
+                busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            raise self._error(exc, "erase") from None
+        if busy:
+            log.warning(
+                "%r: a reader kept the WAL from being emptied after an erase; the erased turns "
+                "leave it at the next checkpoint",
+                self,
+            )
 
     def _expired_before(self, now: float | None = None) -> float:
         if self.ttl is None:
@@ -396,3 +430,20 @@ def _retrieve(future: asyncio.Future[Any]) -> None:
     """Mark a write's outcome as seen (an abandoned one has no other reader)."""
     if not future.cancelled():
         future.exception()
+
+
+def _shared_file(path: object) -> Path:
+    """`path` as one file every thread and process opens: SQLite gives `":memory:"` and `""`
+    each connection a private database of its own (each thread would see an empty one)."""
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidStoreAddress(
+            f"SQLiteSessionStore(path=...) must be a file path, got {type(path).__name__}."
+        )
+    text = os.fspath(path)
+    if text in ("", ":memory:"):
+        raise InvalidStoreAddress(
+            f"SQLiteSessionStore({text!r}) would give each thread an empty database of its own: "
+            "give it a file path (a temporary file for tests), or use a Session without a store "
+            "to keep conversations in memory."
+        )
+    return Path(text)
