@@ -96,9 +96,9 @@ def _url_address(url: str, owner: str) -> ServerAddress:
     scheme, _, rest = url.partition("://")
     end = len(rest)
     for mark in "/?#":
-        at = rest.find(mark)
-        if at != -1:
-            end = min(end, at)
+        found = rest.find(mark)
+        if found != -1:
+            end = min(end, found)
     authority, tail = rest[:end], rest[end:]
     if "@" in tail or "#" in tail:
         raise InvalidStoreAddress(

@@ -301,7 +301,7 @@ class PostgresSessionStore(ServerStore):
                 'pip install "promptimus[postgres]".'
             ) from exc
         # the password goes apart from the connection string, which the pool may log
-        kwargs = {
+        kwargs: dict[str, Any] = {
             "autocommit": True,
             "connect_timeout": self._connect_timeout,
             **self._address.secrets,

@@ -124,7 +124,7 @@ class RedisSessionStore(ServerStore):
         turns_key, _ = self._keys(session_id)
         members = await self._run(
             # as bytes: a member that is not UTF-8 is a damaged turn, named as such below
-            lambda c: c.redis.execute_command(
+            lambda c: c.redis.execute_command(  # type: ignore[no-untyped-call]
                 "ZRANGEBYSCORE", turns_key, since, "+inf", NEVER_DECODE=True
             ),
             "read",
