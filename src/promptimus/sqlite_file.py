@@ -114,6 +114,8 @@ class SQLiteFile:
         with self._lock:
             opened, self._opened = self._opened, []
         for one in opened:
+            if one.pid != os.getpid():
+                continue  # the parent's, inherited by a fork: its lock may never be released
             with one.lock:
                 one.closed = True
                 one.db.close()

@@ -102,7 +102,9 @@ class RedisSessionStore(ServerStore):
         self._url = url
         self.prefix = prefix
         self.timeout = check_wait("RedisSessionStore", "timeout", timeout)
-        self._masked = mask_secrets_in_logs(self._address, "redis")
+        self._masked = mask_secrets_in_logs(
+            self._address, "redis.asyncio.connection", "redis.connection"
+        )
         self.clock = clock
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Client] = (
             weakref.WeakKeyDictionary()
