@@ -765,5 +765,19 @@ class InvalidVerdict(GuardrailError, TypeError):
     or None), or a verdict its kind of guardrail cannot apply."""
 
 
+# --- session stores: addresses and sign-in ------------------------------------------------------
+
+
+class InvalidStoreAddress(InvalidArgument):
+    """A session store's address cannot be used: a URL or libpq string that the driver would
+    misread (an unencoded `/`, `#` or `@` in the password, a malformed `%` escape, an unclosed
+    quote), or an SQLite path such as `":memory:"` that is not one shared file. The message says
+    what to fix and never quotes the address (it may hold a password)."""
+
+
+class SessionStoreAuthenticationFailed(SessionStoreUnavailable):
+    """The store's server refused the user name or password; retrying would not help."""
+
+
 # Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.
 __getattr__ = compat_names(__name__)

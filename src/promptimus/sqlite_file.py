@@ -4,7 +4,8 @@ store and the SQLite response cache open it and take its write lock.
 Each thread has its own connection (a connection is never shared between threads, nor inherited
 by a forked child), in autocommit mode (transactions are explicit), with a busy timeout (a
 writer waits for another process's write instead of failing), on a file in WAL mode (readers
-never wait for a writer).
+never wait for a writer). Connections are used inside `using()`, so `close()` never closes one
+in the middle of a statement on another thread (which would crash the interpreter).
 
 Switching a file to WAL needs SQLite's exclusive lock, and SQLite does not wait for it while
 another connection writes in rollback mode (waiting could deadlock, so it fails at once with
@@ -14,9 +15,11 @@ moment meet exactly that, so the switch is retried until the busy timeout has pa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -35,44 +38,67 @@ def is_busy(exc: BaseException) -> bool:
     return getattr(exc, "sqlite_errorcode", 0) & 0xFF in BUSY_CODES
 
 
-class SQLiteFile:
-    """Per-thread connections to the SQLite file `path`; `close()` closes them all."""
+class _Opened:
+    """One thread's connection, and the lock held while it is in use (`SQLiteFile.using`)."""
 
-    def __init__(self, path: Path, busy_timeout: float) -> None:
+    __slots__ = ("closed", "db", "lock", "pid")
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.lock = threading.RLock()
+        self.closed = False
+        self.pid = os.getpid()
+
+
+class SQLiteFile:
+    """Per-thread connections to the SQLite file `path`; `close()` closes them all, each once it
+    is no longer in use."""
+
+    def __init__(self, path: Path, busy_timeout: float, *, secure_delete: bool = False) -> None:
         self.path = path
         self.busy_timeout = busy_timeout
+        self.secure_delete = secure_delete  # deleted content is overwritten with zeros
         self._local = threading.local()
-        self._connections: list[sqlite3.Connection] = []
+        self._opened: list[_Opened] = []
         self._lock = threading.Lock()
 
+    @contextlib.contextmanager
+    def using(self) -> Iterator[sqlite3.Connection]:
+        """This thread's connection (opened on first use, or again after `close()`), held in
+        use for the block: `close()` waits for the block to end before closing it (closing a
+        connection another thread is executing on would crash the interpreter)."""
+        while True:
+            opened = self._opened_here()
+            opened.lock.acquire()
+            if not opened.closed:
+                break
+            opened.lock.release()  # closed meanwhile: open another
+        try:
+            yield opened.db
+        finally:
+            opened.lock.release()
+
     def connection(self) -> sqlite3.Connection:
-        """This thread's connection, opened on first use."""
-        local = self._local
-        db = getattr(local, "db", None)
-        if db is None or local.pid != os.getpid():
-            db = local.db = self._connect()
-            local.pid = os.getpid()
-        return db
+        """This thread's connection, opened on first use, not held in use: for a statement
+        made while nothing may close the file (prefer `using`)."""
+        return self._opened_here().db
 
-    def begin(self) -> sqlite3.Connection:
-        """This thread's connection in a write transaction (`BEGIN IMMEDIATE`), having waited up
-        to the busy timeout for another connection's write."""
-        db = self.connection()
+    def begin(self, db: sqlite3.Connection) -> None:
+        """Begin a write transaction (`BEGIN IMMEDIATE`) on `db`, having waited up to the busy
+        timeout for another connection's write."""
         db.execute("BEGIN IMMEDIATE")
-        return db
 
-    def begin_now(self) -> sqlite3.Connection | None:
-        """As `begin`, without waiting: None if another connection holds the write lock now."""
+    def begin_now(self, db: sqlite3.Connection) -> bool:
+        """As `begin`, without waiting: False if another connection holds the write lock now."""
         import sqlite3
 
-        db = self.connection()
         db.execute("PRAGMA busy_timeout = 0")
         try:
             db.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as exc:
             if not is_busy(exc):
                 raise
-            return None
+            return False
         finally:
             try:
                 db.execute(f"PRAGMA busy_timeout = {int(self.busy_timeout * 1000)}")
@@ -80,15 +106,27 @@ class SQLiteFile:
                 if db.in_transaction:
                     db.execute("ROLLBACK")
                 raise
-        return db
+        return True
 
     def close(self) -> None:
-        """Close every connection (the file stays; a later use reopens it)."""
+        """Close every connection (the file stays; a later use reopens it). A connection in use
+        on another thread is closed when that use ends: this waits for it."""
         with self._lock:
-            connections, self._connections = self._connections, []
-        for db in connections:
-            db.close()
-        self._local = threading.local()
+            opened, self._opened = self._opened, []
+        for one in opened:
+            if one.pid != os.getpid():
+                continue  # the parent's, inherited by a fork: its lock may never be released
+            with one.lock:
+                one.closed = True
+                one.db.close()
+
+    def _opened_here(self) -> _Opened:
+        opened: _Opened | None = getattr(self._local, "opened", None)
+        if opened is None or opened.closed or opened.pid != os.getpid():
+            opened = self._local.opened = _Opened(self._connect())
+            with self._lock:
+                self._opened.append(opened)
+        return opened
 
     def _connect(self) -> sqlite3.Connection:
         import sqlite3
@@ -97,16 +135,16 @@ class SQLiteFile:
             self.path,
             timeout=self.busy_timeout,
             isolation_level=None,  # transactions are explicit
-            check_same_thread=False,  # only `close()` touches it from another thread
+            check_same_thread=False,  # only `close()` touches it from another thread, unused
         )
         try:
             self._use_wal(db)
             db.execute("PRAGMA synchronous=NORMAL")  # durable at checkpoints, safe in WAL
+            if self.secure_delete:
+                db.execute("PRAGMA secure_delete=ON")
         except BaseException:
             db.close()
             raise
-        with self._lock:
-            self._connections.append(db)
         return db
 
     def _use_wal(self, db: sqlite3.Connection) -> None:

@@ -129,3 +129,46 @@ def test_every_store_error_is_a_session_store_error() -> None:
     for error in (SessionStoreUnavailable, SessionStoreFull, SessionStoreCorrupt):
         assert issubclass(error, SessionStoreError)
         assert issubclass(error, pm.PromptimusError)
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda p: SQLiteSessionStore(p, busy_timeout=float("nan")), "busy_timeout"),
+        (lambda p: SQLiteSessionStore(p, busy_timeout=float("inf")), "busy_timeout"),
+        (lambda p: SQLiteSessionStore(p, busy_timeout="30"), "busy_timeout"),
+        (lambda p: SQLiteSessionStore(p, busy_timeout=-1), "busy_timeout"),
+        (lambda p: SQLiteSessionStore(p, busy_timeout=1e30), "busy_timeout"),
+        (lambda p: SQLiteSessionStore(p, busy_timeout=True), "busy_timeout"),
+        (lambda p: PostgresSessionStore("postgresql://h/db", timeout=float("nan")), "timeout"),
+        (lambda p: PostgresSessionStore("postgresql://h/db", timeout=0), "timeout"),
+        (lambda p: PostgresSessionStore("postgresql://h/db", timeout="10"), "timeout"),
+        (lambda p: PostgresSessionStore("postgresql://h/db", timeout=1e30), "timeout"),
+        (lambda p: PostgresSessionStore("postgresql://h/db", min_size=5, max_size=2), "min_size"),
+        (lambda p: PostgresSessionStore("postgresql://h/db", max_size=0), "max_size"),
+        (lambda p: PostgresSessionStore("postgresql://h/db", min_size=-1), "min_size"),
+        (lambda p: PostgresSessionStore("postgresql://h/db", max_size=2.5), "max_size"),
+        (lambda p: RedisSessionStore("redis://h/0", timeout="10"), "timeout"),
+        (lambda p: RedisSessionStore("redis://h/0", timeout=float("inf")), "timeout"),
+        (lambda p: RedisSessionStore("redis://h/0", timeout=-5), "timeout"),
+    ],
+)
+def test_bad_waits_and_pool_sizes_are_refused_when_the_store_is_made(
+    make: Any, named: str, tmp_path: Path
+) -> None:
+    with pytest.raises(InvalidArgument, match=named):
+        make(tmp_path / "app.db")
+
+
+def test_the_largest_and_smallest_good_waits_are_kept(tmp_path: Path) -> None:
+    assert SQLiteSessionStore(tmp_path / "a.db", busy_timeout=0).busy_timeout == 0.0
+    assert PostgresSessionStore("postgresql://h/db", timeout=2_000_000).timeout == 2e6
+    assert RedisSessionStore("redis://h/0", timeout=0.5).timeout == 0.5
+
+
+@pytest.mark.parametrize("path", [":memory:", "", Path(":memory:")])
+def test_an_in_memory_sqlite_store_is_refused(path: Any) -> None:
+    from promptimus.errors import InvalidStoreAddress
+
+    with pytest.raises(InvalidStoreAddress, match="empty database of its own"):
+        SQLiteSessionStore(path)

@@ -5,7 +5,9 @@ The store keeps, per conversation, numbered turns (1, 2, 3, ...: a store never l
 turn n+1 exists only once turn n does). A turn is one unit: the changes every stateful value
 (`StoredState`, e.g. a memory) made during one outermost module call, as JSON:
 
-    {"v": 1, "changes": [["root.predictor", ["extend", [...messages...]]], ...]}
+    {"v": 1, "id": "<random>", "changes": [["root.predictor", ["extend", [...messages...]]], ...]}
+
+(`id` makes every turn unique, so a turn read back is known to be the very turn cached.)
 
 This cache holds the state the turns 1..`last_seq` replay to. A turn starts by reading what was
 appended since (`refresh`: one read, which also brings the turns other workers appended), works
@@ -13,12 +15,20 @@ on copies (`Turn`), and appends its changes when it succeeded (`commit`). So a t
 turn finished before it began, in any process, and never one still in flight; two turns of one
 conversation that run at once each see the history without the other, and both are kept, in
 the order they were appended.
+
+A conversation erased (deleted, expired) and started anew under the same id numbers its turns
+from 1 again, so a turn number alone does not say which conversation the cache holds. The cache
+keeps the identity (a digest) of one turn it read from the store, the anchor, and each refresh
+reads from the anchor on: if the store's turn of that number is another one, the conversation
+the cache holds is gone, and the whole of the new one is read.
 """
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import secrets
 import threading
 import weakref
 from collections import OrderedDict
@@ -46,13 +56,27 @@ class StoredState(Protocol):
 class StoredConversation:
     """The cached replay of one conversation's turn log (see the module docstring)."""
 
-    __slots__ = ("_keys", "last_seq", "loaded", "session_id", "store", "unclaimed", "values")
+    __slots__ = (
+        "_keys",
+        "anchor_digest",
+        "anchor_seq",
+        "last_seq",
+        "loaded",
+        "session_id",
+        "store",
+        "unclaimed",
+        "values",
+    )
 
     def __init__(self, store: SessionStore, session_id: str) -> None:
         self.store = store
         self.session_id = session_id
         self.loaded = False
         self.last_seq = 0
+        # a turn read from the store (its number and digest) that belongs to the conversation
+        # cached here: 0 for none
+        self.anchor_seq = 0
+        self.anchor_digest = b""
         self.values: dict[str, StoredState] = {}
         # changes read for keys no module has asked for yet: replayed when one does
         self.unclaimed: dict[str, list[Any]] = {}
@@ -81,23 +105,35 @@ class StoredConversation:
         """Drop the cache: the next turn reads the whole conversation again."""
         self.loaded = False
         self.last_seq = 0
+        self.anchor_seq = 0
+        self.anchor_digest = b""
         self.values = {}
         self.unclaimed = {}
 
     async def refresh(self) -> None:
-        """Catch up with the store: read the turns appended since `last_seq` (asking for
-        `last_seq` itself too, which must still be there: if it is not, the conversation was
-        deleted, expired or trimmed past it, and the whole of it is read again)."""
-        since = self.last_seq if self.loaded else 0
+        """Catch up with the store: read the turns from the anchor on (the anchor itself must
+        still be there, the very turn read before: if it is not, the conversation was deleted,
+        expired or trimmed past it, and the whole of it is read again)."""
+        since = self.anchor_seq if self.loaded else 0
         turns = await self.store.load_turns(self.session_id, since)
         if since:
-            if turns and turns[0].seq == since:
+            if turns and turns[0].seq == since and _digest(turns[0]) == self.anchor_digest:
                 self._absorb(turns[1:])
+                self._anchor(turns)
                 return
             turns = await self.store.load_turns(self.session_id, 0)
         self.forget()
         self.loaded = True
         self._absorb(turns, first=True)
+        self._anchor(turns)
+
+    def _anchor(self, turns: list[StoredTurn]) -> None:
+        """Anchor on the newest of `turns` (one read, so one conversation) the cache holds."""
+        for turn in reversed(turns):
+            if turn.seq <= self.last_seq:
+                if turn.seq > self.anchor_seq:
+                    self.anchor_seq, self.anchor_digest = turn.seq, _digest(turn)
+                return
 
     def _absorb(self, turns: list[StoredTurn], *, first: bool = False) -> None:
         """Apply the turns that directly follow `last_seq` (the rest were applied already by
@@ -118,11 +154,14 @@ class StoredConversation:
         if not turn.changes:
             return
         payload = json.dumps(
-            {"v": FORMAT_VERSION, "changes": turn.changes},
+            {"v": FORMAT_VERSION, "id": secrets.token_hex(8), "changes": turn.changes},
             ensure_ascii=True,  # a lone surrogate (a model may send one) cannot be UTF-8
             separators=(",", ":"),
         )
         seq = await self.store.append_turn(self.session_id, payload)
+        # applied here without reading it back; the anchor stays on a turn read from the store,
+        # so the next refresh still finds out if the conversation was erased meanwhile (and
+        # this turn went to a new one)
         if self.loaded and seq == self.last_seq + 1:
             for key, change in turn.changes:
                 self._apply(key, change)
@@ -140,7 +179,7 @@ class StoredConversation:
     def _replay(self, value: StoredState, changes: list[Any], key: str) -> None:
         try:
             value.replay(changes)
-        except (ValueError, TypeError, KeyError, IndexError) as exc:
+        except (ValueError, TypeError, KeyError, IndexError, RecursionError) as exc:
             raise SessionStoreCorrupt(
                 f"{self.store!r}: a change to {key} in session {self.session_id!r} cannot be "
                 f"replayed ({type(exc).__name__}: {exc}). Delete the conversation "
@@ -152,16 +191,25 @@ class StoredConversation:
             data = json.loads(turn.payload)
             if not isinstance(data, dict) or data.get("v") != FORMAT_VERSION:
                 raise ValueError(f"not a version {FORMAT_VERSION} turn")
+            if not isinstance(data["changes"], list):
+                raise ValueError("its changes are not a list")
+            if not all(isinstance(c, list) and len(c) == 2 for c in data["changes"]):
+                raise ValueError("a change that is not a [key, change] pair")
             changes = [(key, change) for key, change in data["changes"]]
             if not all(isinstance(key, str) for key, _ in changes):
                 raise ValueError("a change without a text key")
-        except (ValueError, TypeError, KeyError) as exc:
+        except (ValueError, TypeError, KeyError, RecursionError) as exc:
             raise SessionStoreCorrupt(
                 f"{self.store!r}: turn {turn.seq} of session {self.session_id!r} cannot be "
                 f"read ({type(exc).__name__}: {exc}). Delete the conversation "
                 "(`await store.delete(id)`) or repair that turn."
             ) from None
         return changes
+
+
+def _digest(turn: StoredTurn) -> bytes:
+    """What tells a stored turn from another of the same number."""
+    return hashlib.blake2b(turn.payload.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 # Per thread (a loop runs in one thread, and this cache is not locked): the conversations read

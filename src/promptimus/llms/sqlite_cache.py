@@ -109,13 +109,13 @@ class SQLiteCache(PickledAsSettings):
         import sqlite3
 
         try:
-            connection = self._file.connection()
-            try:  # one transaction, so processes creating the same file at once do not clash
-                connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
-            except BaseException:
-                if connection.in_transaction:
-                    connection.execute("ROLLBACK")
-                raise
+            with self._file.using() as connection:
+                try:  # one transaction, so processes creating the same file at once do not clash
+                    connection.executescript(f"BEGIN IMMEDIATE;{_SCHEMA}COMMIT;")
+                except BaseException:
+                    if connection.in_transaction:
+                        connection.execute("ROLLBACK")
+                    raise
         except sqlite3.Error as exc:
             raise ResponseCacheError(
                 f"SQLiteCache cannot use {str(self.path)!r} as a cache ({exc}). Check that its "
@@ -142,13 +142,12 @@ class SQLiteCache(PickledAsSettings):
         import sqlite3
 
         try:
-            connection = self._file.begin_now()
+            with self._file.using() as connection:
+                if not self._file.begin_now(connection):
+                    return False
+                self._commit_write(connection, key, value)
         except sqlite3.Error as exc:  # a broken or vanished file: as in `put_sync`, not stored
             log.warning("SQLiteCache %s: write failed (%s); reply not stored", self.path, exc)
-            return True
-        if connection is None:
-            return False
-        self._commit_write(connection, key, value)
         return True
 
     def get_sync(self, key: str) -> str | None:
@@ -156,11 +155,10 @@ class SQLiteCache(PickledAsSettings):
         import sqlite3
 
         try:
-            row = (
-                self._file.connection()
-                .execute("SELECT value, created FROM promptimus_responses WHERE key = ?", (key,))
-                .fetchone()
-            )
+            with self._file.using() as connection:
+                row = connection.execute(
+                    "SELECT value, created FROM promptimus_responses WHERE key = ?", (key,)
+                ).fetchone()
         except sqlite3.Error as exc:
             log.warning("SQLiteCache %s: read failed (%s); treated as a miss", self.path, exc)
             return None
@@ -176,11 +174,11 @@ class SQLiteCache(PickledAsSettings):
         import sqlite3
 
         try:
-            connection = self._file.begin()  # waits up to busy_timeout for other writers
+            with self._file.using() as connection:
+                self._file.begin(connection)  # waits up to busy_timeout for other writers
+                self._commit_write(connection, key, value)
         except sqlite3.Error as exc:
             log.warning("SQLiteCache %s: write failed (%s); reply not stored", self.path, exc)
-            return
-        self._commit_write(connection, key, value)
 
     def _commit_write(self, connection: sqlite3.Connection, key: str, value: str) -> None:
         """Finish the write transaction begun on ``connection``: store, expire, evict, commit."""
@@ -236,22 +234,21 @@ class SQLiteCache(PickledAsSettings):
 
     def __len__(self) -> int:
         query = "SELECT COUNT(*) FROM promptimus_responses"
-        (count,) = self._file.connection().execute(query).fetchone()
+        with self._file.using() as connection:
+            (count,) = connection.execute(query).fetchone()
         return int(count)
 
     @property
     def total_bytes(self) -> int:
         """What the stored entries hold (keys plus replies), as counted against ``max_bytes``."""
-        (total,) = (
-            self._file.connection()
-            .execute("SELECT bytes FROM promptimus_cache_total WHERE id = 0")
-            .fetchone()
-        )
+        with self._file.using() as connection:
+            query = "SELECT bytes FROM promptimus_cache_total WHERE id = 0"
+            (total,) = connection.execute(query).fetchone()
         return int(total)
 
     def clear(self) -> None:
         """Delete every entry (in this file, for every process using it)."""
-        connection = self._file.connection()
-        connection.execute("BEGIN IMMEDIATE")
-        connection.execute("DELETE FROM promptimus_responses")
-        connection.execute("COMMIT")
+        with self._file.using() as connection:
+            connection.execute("BEGIN IMMEDIATE")
+            connection.execute("DELETE FROM promptimus_responses")
+            connection.execute("COMMIT")

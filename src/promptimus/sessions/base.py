@@ -15,15 +15,15 @@ ledger of approval pauses (`claim`), so one database serves a fleet of workers.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from typing import Self
-from urllib.parse import unquote, urlsplit, urlunsplit
 
+from ..argument_checks import finite_number
 from ..core.session import check_session_id
 from ..errors import InvalidArgument, SessionStoreUnavailable
 from ..pickled_settings import PickledAsSettings
 from ..protocols.session_store import SessionStore, StoredTurn
+from .addresses import ServerAddress
 
 __all__ = ["SessionStore", "StoredTurn", "check_session_id"]
 
@@ -49,35 +49,20 @@ def check_limits(owner: str, max_turns: int | None, ttl: float | None) -> float 
     return float(ttl)
 
 
-_PASSWORD_PARAMETER = re.compile(r"(?i)(password\s*=\s*)([^&\s]+)")
+MAX_WAIT_SECONDS = 2_147_483.0
+"""The longest wait a store accepts (`timeout=`, `busy_timeout=`): the drivers count it in whole
+milliseconds or seconds in a 32-bit integer, and no one means a wait of weeks."""
 
 
-def redacted_url(url: str) -> str:
-    """`url` (a URL or a libpq `key=value` string) with its password masked."""
-    try:
-        parts = urlsplit(url)
-        if "@" in parts.netloc:
-            userinfo, _, host = parts.netloc.rpartition("@")
-            if ":" in userinfo:
-                userinfo = userinfo.split(":", 1)[0] + ":***"
-            url = urlunsplit((parts.scheme, f"{userinfo}@{host}", *parts[2:]))
-    except ValueError:
-        return "<an unparsable URL>"
-    return _PASSWORD_PARAMETER.sub(r"\1***", url)
-
-
-def redacted(text: str, url: str) -> str:
-    """`text` (a driver's error message) without the password of `url`."""
-    secrets = [match.group(2) for match in _PASSWORD_PARAMETER.finditer(url)]
-    try:
-        password = urlsplit(url).password or ""
-        secrets += [password, unquote(password)]
-    except ValueError:
-        pass
-    for secret in secrets:
-        if secret:
-            text = text.replace(secret, "***")
-    return text
+def check_wait(owner: str, name: str, value: object, *, positive: bool = True) -> float:
+    """`value` (seconds to wait) as a float: a finite number (> 0 with `positive`, else >= 0)
+    of at most `MAX_WAIT_SECONDS`; `InvalidArgument` naming `owner(name=...)` otherwise."""
+    seconds = finite_number(value, f"{owner}({name}=...)", positive=positive)
+    if seconds > MAX_WAIT_SECONDS:
+        raise InvalidArgument(
+            f"{owner}({name}=...) must be at most {MAX_WAIT_SECONDS:g} seconds, got {value!r}."
+        )
+    return seconds
 
 
 Clock = Callable[[], float]
@@ -86,10 +71,12 @@ Clock = Callable[[], float]
 class ServerStore(PickledAsSettings):
     """What the stores reached by URL (PostgreSQL, Redis) share: pickled as their settings, so a
     worker process opens connections of its own; named by their URL without its password (in
-    their repr, hence in every error and log line that names them); closed by `aclose()` or by
+    their repr, hence in every error and log line that names them; its URL is checked when it
+    is made, so a driver never misreads and quotes it); closed by `aclose()` or by
     leaving ``async with``."""
 
     _url: str
+    _address: ServerAddress  # the URL checked, split and masked (see .addresses)
     _positional = "_url"
     timeout: float  # seconds to wait for the server
 
@@ -113,4 +100,4 @@ class ServerStore(PickledAsSettings):
         )
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}({redacted_url(self._url)!r})"
+        return f"{type(self).__name__}({self._address.shown!r})"

@@ -24,13 +24,17 @@ import weakref
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..argument_checks import non_negative_int, positive_int
 from ..errors import (
+    InvalidArgument,
     OptionalDependencyMissing,
+    SessionStoreAuthenticationFailed,
     SessionStoreCorrupt,
     SessionStoreError,
     SessionStoreFull,
 )
-from .base import Clock, ServerStore, StoredTurn, check_limits, check_session_id, redacted
+from .addresses import mask_secrets_in_logs, postgres_address
+from .base import Clock, ServerStore, StoredTurn, check_limits, check_session_id, check_wait
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -128,11 +132,19 @@ class PostgresSessionStore(ServerStore):
     ) -> None:
         self.ttl = check_limits("PostgresSessionStore", max_turns, ttl)
         self.max_turns = max_turns
+        self._address = postgres_address(url)
         self._url = url
-        self.min_size = min_size
-        self.max_size = max_size
-        self.timeout = timeout
+        self.min_size = non_negative_int(min_size, "PostgresSessionStore(min_size=...)")
+        self.max_size = positive_int(max_size, "PostgresSessionStore(max_size=...)")
+        if self.min_size > self.max_size:
+            raise InvalidArgument(
+                f"PostgresSessionStore(min_size={min_size!r}) must not exceed "
+                f"max_size={max_size!r}: the pool cannot keep more connections than it may open."
+            )
+        self.timeout = check_wait("PostgresSessionStore", "timeout", timeout)
         self.clock = clock
+        # the pool logs its failures (WARNING): never with this store's password in them
+        self._masked = mask_secrets_in_logs(self._address, "psycopg.pool", "psycopg")
         self._pools: weakref.WeakKeyDictionary[
             asyncio.AbstractEventLoop, AsyncConnectionPool[Any]
         ] = weakref.WeakKeyDictionary()
@@ -282,27 +294,52 @@ class PostgresSessionStore(ServerStore):
     async def _open(self) -> AsyncConnectionPool[Any]:
         try:
             import psycopg
-            import psycopg_pool
+            import psycopg_pool  # noqa: F401 - the pool is opened below
         except ImportError as exc:
             raise OptionalDependencyMissing(
                 "PostgresSessionStore needs psycopg 3 and psycopg_pool: "
                 'pip install "promptimus[postgres]".'
             ) from exc
+        # the password goes apart from the connection string, which the pool may log
+        kwargs: dict[str, Any] = {
+            "autocommit": True,
+            "connect_timeout": self._connect_timeout,
+            **self._address.secrets,
+        }
+        try:
+            # one connection first, made here: a refused password or a missing database is
+            # reported at once (the pool would retry it until the timeout), and it makes the
+            # tables
+            await self._create_tables(
+                await psycopg.AsyncConnection.connect(self._address.conninfo, **kwargs)
+            )
+        except psycopg.Error as exc:
+            error = self._error(exc, "connect")
+        else:
+            return await self._open_pool(kwargs)
+        raise error  # outside the except block: no chained driver error that may quote the URL
+
+    async def _create_tables(self, db: AsyncConnection[Any]) -> None:
+        async with db, db.transaction():
+            await db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
+            for statement in _SCHEMA:
+                await db.execute(statement)
+
+    async def _open_pool(self, kwargs: dict[str, Any]) -> AsyncConnectionPool[Any]:
+        import psycopg
+        import psycopg_pool
+
         pool = psycopg_pool.AsyncConnectionPool(
-            self._url,
+            self._address.conninfo,
             min_size=self.min_size,
             max_size=self.max_size,
             open=False,
             timeout=self.timeout,
-            kwargs={"autocommit": True, "connect_timeout": self._connect_timeout},
+            kwargs=kwargs,
             name="promptimus-sessions",
         )
         try:
             await pool.open(wait=True, timeout=self.timeout)
-            async with pool.connection() as db, db.transaction():
-                await db.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK,))
-                for statement in _SCHEMA:
-                    await db.execute(statement)
         except (psycopg.Error, psycopg_pool.PoolTimeout) as exc:
             error = self._error(exc, "connect")
         except BaseException:
@@ -319,8 +356,14 @@ class PostgresSessionStore(ServerStore):
 
         # the first line only: a DETAIL line may quote a whole row (a user's messages)
         message = getattr(getattr(exc, "diag", None), "message_primary", None) or str(exc)
-        detail = redacted(f"{type(exc).__name__}: {message}", self._url).strip()
+        detail = self._address.redact(f"{type(exc).__name__}: {message}").strip()
         where = f"{self!r} could not {what}"
+        if _refused_sign_in(exc):
+            return SessionStoreAuthenticationFailed(
+                f"{where}: the server refused the user name or password ({detail}). Check the "
+                "credentials in the store's URL (a special character in the password must be "
+                "percent-encoded)."
+            )
         if isinstance(exc, psycopg.errors.DiskFull | psycopg.errors.OutOfMemory):
             return SessionStoreFull(
                 f"{where}: the server is out of room ({detail}). Free space, or prune old "
@@ -350,3 +393,15 @@ class PostgresSessionStore(ServerStore):
     @property
     def _connect_timeout(self) -> int:
         return max(1, math.ceil(self.timeout))
+
+
+# SQLSTATE class 28: invalid authorization (a wrong password, an unknown user, no pg_hba entry)
+_SIGN_IN_STATES = ("28000", "28P01")
+
+
+def _refused_sign_in(exc: BaseException) -> bool:
+    """Whether `exc` (a psycopg error) says the server refused the credentials."""
+    if getattr(exc, "sqlstate", None) in _SIGN_IN_STATES:
+        return True
+    text = str(exc)
+    return "password authentication failed" in text or "no pg_hba.conf entry" in text

@@ -23,12 +23,15 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from ..errors import (
+    InvalidStoreAddress,
     OptionalDependencyMissing,
+    SessionStoreAuthenticationFailed,
     SessionStoreCorrupt,
     SessionStoreError,
     SessionStoreFull,
 )
-from .base import Clock, ServerStore, StoredTurn, check_limits, check_session_id, redacted
+from .addresses import mask_secrets_in_logs, redis_address
+from .base import Clock, ServerStore, StoredTurn, check_limits, check_session_id, check_wait
 
 if TYPE_CHECKING:
     from redis.asyncio import Redis
@@ -95,9 +98,13 @@ class RedisSessionStore(ServerStore):
     ) -> None:
         self.ttl = check_limits("RedisSessionStore", max_turns, ttl)
         self.max_turns = max_turns
+        self._address = redis_address(url)
         self._url = url
         self.prefix = prefix
-        self.timeout = timeout
+        self.timeout = check_wait("RedisSessionStore", "timeout", timeout)
+        self._masked = mask_secrets_in_logs(
+            self._address, "redis.asyncio.connection", "redis.connection"
+        )
         self.clock = clock
         self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Client] = (
             weakref.WeakKeyDictionary()
@@ -117,9 +124,22 @@ class RedisSessionStore(ServerStore):
 
     async def load_turns(self, session_id: str, since: int = 0) -> list[StoredTurn]:
         turns_key, _ = self._keys(session_id)
-        members = await self._run(lambda c: c.redis.zrangebyscore(turns_key, since, "+inf"), "read")
+        members = await self._run(
+            # as bytes: a member that is not UTF-8 is a damaged turn, named as such below
+            lambda c: c.redis.execute_command(  # type: ignore[no-untyped-call]
+                "ZRANGEBYSCORE", turns_key, since, "+inf", NEVER_DECODE=True
+            ),
+            "read",
+        )
         turns = []
-        for member in members:
+        for raw in members:
+            try:
+                member = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                raise SessionStoreCorrupt(
+                    f"{self!r}: session {session_id!r} holds an entry that is not UTF-8 text. "
+                    "Delete the conversation (`await store.delete(id)`)."
+                ) from None
             number, colon, payload = member.partition(":")
             if not colon or not number.isdigit():
                 raise SessionStoreCorrupt(
@@ -214,21 +234,39 @@ class RedisSessionStore(ServerStore):
                 raise OptionalDependencyMissing(
                     'RedisSessionStore needs redis-py: pip install "promptimus[redis]".'
                 ) from exc
-            redis = Redis.from_url(
-                self._url,
-                decode_responses=True,
-                socket_connect_timeout=self.timeout,
-                socket_timeout=self.timeout,
-            )
+            try:
+                redis = Redis.from_url(
+                    self._url,
+                    decode_responses=True,
+                    socket_connect_timeout=self.timeout,
+                    socket_timeout=self.timeout,
+                )
+            except ValueError:
+                failed = True  # its message may quote the password: never raised, nor chained
+            else:
+                failed = False
+            if failed:
+                raise InvalidStoreAddress(
+                    f"{self!r}: redis-py cannot read this URL "
+                    "(redis://[[user]:password@]host:port/db, percent-encoding the password)."
+                )
             client = self._clients[loop] = _Client(redis, redis.register_script(_APPEND))
         return client
 
     def _error(self, exc: BaseException, what: str) -> SessionStoreError:
         import redis.exceptions as errors
 
-        detail = redacted(f"{type(exc).__name__}: {exc}", self._url).strip()
+        detail = self._address.redact(f"{type(exc).__name__}: {exc}").strip()
         where = f"{self!r} could not {what}"
         text = str(exc)
+        if isinstance(
+            exc, errors.AuthenticationError | errors.AuthenticationWrongNumberOfArgsError
+        ):
+            return SessionStoreAuthenticationFailed(
+                f"{where}: Redis refused the user name or password ({detail}). Check the "
+                "credentials in the store's URL (a special character in the password must be "
+                "percent-encoded)."
+            )
         if isinstance(exc, errors.ResponseError) and "OOM command not allowed" in text:
             return SessionStoreFull(
                 f"{where}: Redis is at its maxmemory ({detail}). Raise maxmemory, set ttl= "

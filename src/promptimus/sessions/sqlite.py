@@ -16,15 +16,18 @@ process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import math
 import os
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from ..errors import (
+    InvalidStoreAddress,
     SessionStoreCorrupt,
     SessionStoreError,
     SessionStoreFull,
@@ -32,7 +35,7 @@ from ..errors import (
 )
 from ..pickled_settings import PickledAsSettings
 from ..sqlite_file import BUSY_CODES, SQLiteFile
-from .base import Clock, StoredTurn, check_limits, check_session_id
+from .base import Clock, StoredTurn, check_limits, check_session_id, check_wait
 
 if TYPE_CHECKING:
     import sqlite3
@@ -92,10 +95,13 @@ class SQLiteSessionStore(PickledAsSettings):
     ) -> None:
         self.ttl = check_limits("SQLiteSessionStore", max_turns, ttl)
         self.max_turns = max_turns
-        self.path = Path(path)
-        self.busy_timeout = busy_timeout
+        self.path = _shared_file(path)
+        self.busy_timeout = check_wait(
+            "SQLiteSessionStore", "busy_timeout", busy_timeout, positive=False
+        )
         self.clock = clock
-        self._file = SQLiteFile(self.path, busy_timeout)
+        # what a conversation erased leaves is overwritten (see `_scrub`)
+        self._file = SQLiteFile(self.path, self.busy_timeout, secure_delete=True)
         self._create()
 
     def __repr__(self) -> str:
@@ -115,9 +121,15 @@ class SQLiteSessionStore(PickledAsSettings):
 
     async def append_turn(self, session_id: str, payload: str) -> int:
         check_session_id(session_id)
-        return await self._write(lambda db: self._append(db, session_id, payload))
+        expired: list[bool] = []
+        seq = await self._write(lambda db: self._append(db, session_id, payload, expired))
+        if expired:
+            self._scrub()
+        return seq
 
-    def _append(self, db: sqlite3.Connection, session_id: str, payload: str) -> int:
+    def _append(
+        self, db: sqlite3.Connection, session_id: str, payload: str, expired: list[bool]
+    ) -> int:
         now = self.clock()
         row = db.execute(
             "SELECT last_seq, updated FROM promptimus_sessions WHERE session_id = ?",
@@ -128,6 +140,7 @@ class SQLiteSessionStore(PickledAsSettings):
             # expired: nothing of the old conversation may come back; the numbering goes on, so
             # a reader that cached it sees its last turn gone and reads the conversation again
             db.execute("DELETE FROM promptimus_turns WHERE session_id = ?", (session_id,))
+            expired.append(True)
         db.execute(
             "INSERT OR REPLACE INTO promptimus_sessions (session_id, last_seq, updated) "
             "VALUES (?, ?, ?)",
@@ -159,7 +172,9 @@ class SQLiteSessionStore(PickledAsSettings):
             gone = db.execute("DELETE FROM promptimus_sessions WHERE session_id = ?", (session_id,))
             return gone.rowcount > 0
 
-        return await self._write(delete)
+        existed = await self._write(delete)
+        self._scrub()
+        return existed
 
     async def prune(self) -> int:
         if self.ttl is None:
@@ -175,7 +190,28 @@ class SQLiteSessionStore(PickledAsSettings):
             gone = db.execute("DELETE FROM promptimus_sessions WHERE updated <= ?", (cutoff,))
             return gone.rowcount
 
-        return await self._write(prune)
+        pruned = await self._write(prune)
+        if pruned:
+            self._scrub()
+        return pruned
+
+    def _scrub(self) -> None:
+        """After an erase: move the WAL into the file and empty it. The file's copy of the erased
+        rows was overwritten with zeros (`secure_delete`), but the WAL still holds the pages
+        as they were when the turns were written, until a checkpoint empties it."""
+        import sqlite3
+
+        try:
+            with self._file.using() as db:
+                busy, _, _ = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error as exc:
+            raise self._error(exc, "erase") from None
+        if busy:
+            log.warning(
+                "%r: a reader kept the WAL from being emptied after an erase; the erased turns "
+                "leave it at the next checkpoint",
+                self,
+            )
 
     def _expired_before(self, now: float | None = None) -> float:
         if self.ttl is None:
@@ -233,7 +269,8 @@ class SQLiteSessionStore(PickledAsSettings):
         import sqlite3
 
         try:
-            return self._file.connection().execute(query, parameters).fetchall()
+            with self._file.using() as db:
+                return db.execute(query, parameters).fetchall()
         except sqlite3.Error as exc:
             raise self._error(exc, "read") from None
 
@@ -242,30 +279,73 @@ class SQLiteSessionStore(PickledAsSettings):
         on a worker thread that waits for the other writer."""
         import sqlite3
 
-        try:
-            db = self._file.begin_now()
-        except sqlite3.Error as exc:
-            raise self._error(exc, "write") from None
-        if db is None:
-            return await asyncio.to_thread(self._write_sync, body)
-        return self._finish(db, body)
+        with self._opened("write") as db:
+            try:
+                free = self._file.begin_now(db)
+            except sqlite3.Error as exc:
+                raise self._error(exc, "write") from None
+            if free:
+                return self._finish(db, body)
+        return await self._write_waiting(body)
 
-    def _write_sync(self, body: Callable[[sqlite3.Connection], T]) -> T:
+    @contextlib.contextmanager
+    def _opened(self, what: str) -> Iterator[sqlite3.Connection]:
+        """`SQLiteFile.using`, a file that cannot be opened being a named error."""
         import sqlite3
 
         try:
-            db = self._file.begin()  # waits up to busy_timeout for other writers
+            with self._file.using() as db:
+                yield db
         except sqlite3.Error as exc:
-            raise self._error(exc, "write") from None
-        return self._finish(db, body)
+            raise self._error(exc, what) from None
 
-    def _finish(self, db: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
-        """Run `body` in the transaction begun on `db` and commit (or roll back and raise)."""
+    async def _write_waiting(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """`body` on a worker thread that waits for the write lock. Cancelled while it waits or
+        runs, it writes nothing: the thread rolls back instead of committing. Cancelled once
+        its commit has begun, the write stands and is returned (the cancellation comes too
+        late to take it back, and a caller told "cancelled" must be able to trust that nothing
+        was written)."""
+        gate = _CommitGate()
+        future = asyncio.ensure_future(asyncio.to_thread(self._write_sync, body, gate))
+        future.add_done_callback(_retrieve)  # a write abandoned by its caller may still fail
+        try:
+            return await asyncio.shield(future)
+        except asyncio.CancelledError:
+            if gate.abandon():
+                raise
+        result = await future  # committing now: it ends within a statement
+        task = asyncio.current_task()
+        if task is not None:
+            task.uncancel()
+        return result
+
+    def _write_sync(
+        self, body: Callable[[sqlite3.Connection], T], gate: _CommitGate | None = None
+    ) -> T:
+        import sqlite3
+
+        with self._opened("write") as db:
+            try:
+                self._file.begin(db)  # waits up to busy_timeout for other writers
+            except sqlite3.Error as exc:
+                raise self._error(exc, "write") from None
+            return self._finish(db, body, gate)
+
+    def _finish(
+        self,
+        db: sqlite3.Connection,
+        body: Callable[[sqlite3.Connection], T],
+        gate: _CommitGate | None = None,
+    ) -> T:
+        """Run `body` in the transaction begun on `db` and commit (or roll back and raise; or
+        roll back and raise `_Abandoned` if `gate` says the caller has gone)."""
         import sqlite3
 
         try:
             try:
                 result = body(db)
+                if gate is not None and not gate.commit():
+                    raise _Abandoned
                 db.execute("COMMIT")
             except BaseException:
                 if db.in_transaction:
@@ -307,8 +387,63 @@ class SQLiteSessionStore(PickledAsSettings):
         await self.aclose()
 
     async def aclose(self) -> None:
-        self.close()
+        # on a thread: closing waits for the connections other threads are using
+        await asyncio.to_thread(self.close)
 
     def close(self) -> None:
-        """Close every connection (the file stays; a later use reopens it)."""
+        """Close every connection, each once no thread is using it (the file stays; a later
+        use reopens it)."""
         self._file.close()
+
+
+class _Abandoned(Exception):
+    """A waiting write whose caller was cancelled: rolled back, never committed."""
+
+
+class _CommitGate:
+    """Decides, once, between a waiting write's commit and its caller's cancellation."""
+
+    __slots__ = ("_lock", "_state")
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._state = "open"
+
+    def commit(self) -> bool:
+        """Called by the writing thread before COMMIT: False if the caller has gone."""
+        with self._lock:
+            if self._state == "abandoned":
+                return False
+            self._state = "committing"
+            return True
+
+    def abandon(self) -> bool:
+        """Called on cancellation: False if the commit has already begun."""
+        with self._lock:
+            if self._state == "committing":
+                return False
+            self._state = "abandoned"
+            return True
+
+
+def _retrieve(future: asyncio.Future[Any]) -> None:
+    """Mark a write's outcome as seen (an abandoned one has no other reader)."""
+    if not future.cancelled():
+        future.exception()
+
+
+def _shared_file(path: object) -> Path:
+    """`path` as one file every thread and process opens: SQLite gives `":memory:"` and `""`
+    each connection a private database of its own (each thread would see an empty one)."""
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidStoreAddress(
+            f"SQLiteSessionStore(path=...) must be a file path, got {type(path).__name__}."
+        )
+    text = os.fspath(path)
+    if text in ("", ":memory:"):
+        raise InvalidStoreAddress(
+            f"SQLiteSessionStore({text!r}) would give each thread an empty database of its own: "
+            "give it a file path (a temporary file for tests), or use a Session without a store "
+            "to keep conversations in memory."
+        )
+    return Path(text)
