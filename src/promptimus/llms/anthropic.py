@@ -164,6 +164,18 @@ class Anthropic(OpenAIEndpoint):
         """The API key this provider sends, for redaction from any text."""
         return self._client.secrets()
 
+    def cache_identity(self) -> dict[str, Any]:
+        """What identifies this provider in a response-cache key: besides the model and the
+        server, the settings that change the reply (``max_tokens``, ``thinking``)."""
+        cls = type(self)
+        return {
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+            "model": self.model_name,
+            "base_url": self.base_url,
+            "max_tokens": self.max_tokens,
+            "thinking": self.thinking,
+        }
+
     def __repr__(self) -> str:
         return f"Anthropic(model={self.model_name!r}, base_url={self.base_url!r})"
 

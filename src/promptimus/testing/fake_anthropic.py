@@ -299,25 +299,28 @@ class FakeAnthropicServer(FakeOpenAIServer):
         return f"toolu_fake_{next(self._tool_ids)}"
 
     def _cache_usage(self, body: dict[str, Any]) -> dict[str, int]:
-        """Input, cache-read and cache-write tokens, from the request's breakpoints."""
+        """Input, cache-read and cache-write tokens, from the request's breakpoints: the
+        longest prefix cached before (ending at any block up to the last breakpoint, as the
+        API looks back from each breakpoint) is read, the rest up to the last breakpoint
+        written."""
         segments = _segments(body)
         total = sum(words for words, _, _ in segments)
-        read = written = 0
         digest = hashlib.sha256()
         seen = 0
-        prefixes: list[tuple[str, int]] = []
+        prefixes: list[tuple[str, int, bool]] = []
         for words, marked, text in segments:
             digest.update(text.encode())
             seen += words
-            if marked:
-                prefixes.append((digest.hexdigest(), seen))
-        for key, tokens in reversed(prefixes):
-            if key in self._cached:
-                read = tokens
-                break
-        if prefixes and prefixes[-1][1] > read:
-            written = prefixes[-1][1] - read
-        self._cached.update(key for key, _ in prefixes)
+            prefixes.append((digest.hexdigest(), seen, marked))
+        last = max((i for i, (_, _, marked) in enumerate(prefixes) if marked), default=-1)
+        if last < 0:
+            return {"input": total, "read": 0, "write": 0}
+        read = next(
+            (tokens for key, tokens, _ in reversed(prefixes[: last + 1]) if key in self._cached),
+            0,
+        )
+        written = prefixes[last][1] - read
+        self._cached.update(key for key, _, marked in prefixes if marked)
         return {"input": max(total - read - written, 0), "read": read, "write": written}
 
 
