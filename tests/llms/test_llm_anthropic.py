@@ -423,6 +423,29 @@ async def test_auth_errors_are_named_never_retried_and_never_show_the_key(
     assert key not in text and key not in repr(llm)
 
 
+async def test_requests_after_the_first_fail_in_the_same_terms(srv: FakeAnthropicServer) -> None:
+    key = "sk-ant-secret-9876543210"
+    waits = Waits()
+    llm = Anthropic(
+        "claude-test", api_key=key, base_url=srv.base_url, retry=RetryPolicy(sleep=waits)
+    )
+    await llm.achat([user("warm up")])  # later requests reuse the one the SDK built
+    srv.messages.script(Fault.status(429, retry_after=2), Fault.drop(), "ok")
+    assert (await llm.achat([user("x")])).content == "ok" and waits.seconds[0] == 2.0
+    srv.messages.script(Fault.status(400, body=anthropic_error(400, "bad")))
+    with pytest.raises(RequestRejected, match="bad"):
+        await llm.achat([user("x")])
+    srv.messages.script(Fault.status(401, body=anthropic_error(401, f"invalid key {key}")))
+    with pytest.raises(RequestRejected) as caught:
+        await llm.achat([user("x")])
+    assert caught.value.status == 401 and key not in "".join(
+        traceback.format_exception(caught.value)
+    )
+    assert len(srv.messages.requests) == 6
+    assert {request.headers["x-api-key"] for request in srv.requests} == {key}
+    assert all("anthropic-version" in request.headers for request in srv.requests)
+
+
 async def test_context_overflow_is_named() -> None:
     with FakeAnthropicServer(context_window=50) as srv:
         with pytest.raises(ContextWindowExceeded) as caught:

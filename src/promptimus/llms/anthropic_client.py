@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import AsyncGenerator
 from typing import Any
 
 from promptimus.errors import ProviderConfigError
 from promptimus.transport.event_stream import SSEDecoder
+from promptimus.transport.openai_wire import dumps
 from promptimus.transport.per_loop import PerLoop
 
 __all__ = ["MESSAGES_PATH", "AnthropicClientFactory", "AnthropicConnection", "StreamError"]
@@ -54,15 +56,39 @@ class StreamError(Exception):
         self.status_code = _STREAM_STATUS.get(str(fields.get("type")), 500)
 
 
+STATIC_CLIENT_OPTIONS = frozenset({"default_headers", "default_query", "http_client"})
+"""``AsyncAnthropic`` options that leave every request built the same way, so the request the
+SDK built once may be reused (see `AnthropicConnection`)."""
+
+
 class AnthropicConnection:
-    """One event loop's SDK client, and how to post a Messages request through it."""
+    """One event loop's SDK client, and how to post a Messages request through it.
 
-    __slots__ = ("client", "http", "response_cls")
+    The first request without per-call options goes through the SDK's low-level path; when
+    ``direct``, the request it built there (URL, headers, timeout) is kept as a template and
+    later requests are that template with only the body changed, sent through the SDK's own
+    HTTP client, as `promptimus.transport.openai_wire` does for the openai SDK: only for a
+    client with a fixed API key, no credentials provider and no option outside
+    `STATIC_CLIENT_OPTIONS`. Errors stay the SDK's: a status error built by the client, a
+    timeout ``APITimeoutError``, another transport failure ``APIConnectionError``."""
 
-    def __init__(self, client: Any, http: Any) -> None:
+    __slots__ = ("_errors", "_request", "_template", "client", "direct", "http", "response_cls")
+
+    def __init__(self, client: Any, http: Any, *, direct: bool) -> None:
+        import anthropic
+
         self.client = client
         self.http = http
         self.response_cls = _response_class(http)
+        module = sys.modules[self.response_cls.__module__.split(".", 1)[0]]
+        self._request = module.Request
+        self._errors = (module.TimeoutException, module.RequestError, anthropic)
+        self.direct = (
+            direct
+            and getattr(client, "custom_auth", None) is None
+            and callable(getattr(client, "_make_status_error_from_response", None))
+        )
+        self._template: tuple[Any, Any, dict[str, Any]] | None = None
 
     async def post(self, params: dict[str, Any], *, stream: bool = False) -> Any:
         """Send ``params`` (body fields, plus any of ``extra_headers`` / ``extra_query`` /
@@ -78,19 +104,52 @@ class AnthropicConnection:
                 options["params"] = params["extra_query"]
             if "timeout" in params:
                 options["timeout"] = params["timeout"]
-        return await self.client.post(
+        elif self._template is not None:
+            return await self._send(self._template, body, stream)
+        response = await self.client.post(
             MESSAGES_PATH,
             cast_to=self.response_cls,
             body=body,
             options=options or {},
             stream=stream,
         )
+        if options is None and self.direct:
+            request = response.request
+            headers = request.headers.copy()
+            for name in ("content-length", "cookie"):  # the body's own; set afresh per request
+                if name in headers:
+                    del headers[name]
+            self._template = (request.url, headers, dict(request.extensions))
+        return response
+
+    async def _send(
+        self, template: tuple[Any, Any, dict[str, Any]], body: dict[str, Any], stream: bool
+    ) -> Any:
+        url, headers, extensions = template
+        request = self._request(
+            "POST",
+            url,
+            headers=headers,
+            cookies=self.http.cookies,
+            content=dumps(body),
+            extensions=extensions,
+        )
+        timeouts, failures, sdk = self._errors
+        try:
+            response = await self.http.send(request, stream=stream)
+        except timeouts as exc:
+            raise sdk.APITimeoutError(request=request) from exc
+        except failures as exc:
+            raise sdk.APIConnectionError(request=request) from exc
+        if not response.is_success:
+            if not response.is_closed:
+                await response.aread()
+            raise self.client._make_status_error_from_response(response) from None
+        return response
 
 
 def _response_class(http_client: Any) -> Any:
     """The ``Response`` class of the httpx package the SDK's HTTP client comes from."""
-    import sys
-
     for cls in type(http_client).__mro__:
         if cls.__name__ == "AsyncClient":
             return sys.modules[cls.__module__.split(".", 1)[0]].Response
@@ -173,7 +232,10 @@ class AnthropicClientFactory:
             # the SDK's default HTTP client without its wrapper, dropped with its event loop
             # (see `promptimus.transport.openai_client` for why)
             kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient()
-        return AnthropicConnection(anthropic.AsyncAnthropic(**kwargs), kwargs["http_client"])
+        direct = self.client_kwargs.keys() <= STATIC_CLIENT_OPTIONS
+        return AnthropicConnection(
+            anthropic.AsyncAnthropic(**kwargs), kwargs["http_client"], direct=direct
+        )
 
     def connection(self) -> AnthropicConnection:
         return self._clients.get()
