@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from promptimus.errors import ModelResolutionError, ProviderConfigError
+from promptimus.errors import ModelResolutionError
 from promptimus.protocols import LLMProtocol
 
 ALIAS_PREFIX = "PROMPTIMUS_MODEL_"
@@ -97,7 +97,7 @@ def _gemini(model: str, env: Mapping[str, str]) -> LLMProtocol:
 def _anthropic(model: str, env: Mapping[str, str]) -> LLMProtocol:
     key = env.get("ANTHROPIC_API_KEY")
     if not key:
-        raise ProviderConfigError(
+        raise ModelResolutionError(
             f"No Anthropic API key for 'anthropic:{model}': set the ANTHROPIC_API_KEY "
             "environment variable (and ANTHROPIC_BASE_URL for a server other than Anthropic's), "
             "or build promptimus.llms.Anthropic(model, api_key=...) yourself."
