@@ -561,3 +561,22 @@ def test_importing_promptimus_imports_no_anthropic() -> None:
         "assert 'anthropic' not in sys.modules, 'anthropic was imported'\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+async def test_a_traced_call_has_an_llm_span_with_anthropics_usage(
+    srv: FakeAnthropicServer, exporter: Any
+) -> None:
+    srv.messages.script(
+        AnthropicReply(
+            content="Bonjour!",
+            usage={"input_tokens": 2, "cache_read_input_tokens": 10, "output_tokens": 3},
+        )
+    )
+    await pm.Prompt("Answer in French.").with_llm(make_llm(srv))([user("hi")])
+
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "root.llm"]
+    attributes = dict(span.attributes or {})
+    assert attributes["llm.model_name"] == "claude-test"
+    assert attributes["llm.token_count.prompt"] == 12
+    assert attributes["llm.token_count.prompt_details.cache_read"] == 10
+    assert attributes["llm.output_messages.0.message.content"] == "Bonjour!"
