@@ -580,3 +580,16 @@ async def test_a_traced_call_has_an_llm_span_with_anthropics_usage(
     assert attributes["llm.token_count.prompt"] == 12
     assert attributes["llm.token_count.prompt_details.cache_read"] == 10
     assert attributes["llm.output_messages.0.message.content"] == "Bonjour!"
+
+
+async def test_a_streamed_cache_hit_keeps_the_thinking_blocks(srv: FakeAnthropicServer) -> None:
+    srv.messages.script(
+        AnthropicReply(thinking="Sum.", tool_calls=[ToolCall("add", {"a": 1, "b": 2})])
+    )
+    llm = CachedLLM(make_llm(srv, thinking=1024, call_kwargs={"temperature": 0}), MemoryCache())
+    first = await aaccumulate(llm.astream([user("1+2")]))
+    replayed = await aaccumulate(llm.astream([user("1+2")]))
+
+    assert len(srv.messages.requests) == 1  # the second came from the cache
+    assert replayed.thinking == first.thinking and first.thinking
+    assert replayed.thinking[0].signature == first.thinking[0].signature
