@@ -593,3 +593,29 @@ async def test_a_streamed_cache_hit_keeps_the_thinking_blocks(srv: FakeAnthropic
     assert len(srv.messages.requests) == 1  # the second came from the cache
     assert replayed.thinking == first.thinking and first.thinking
     assert replayed.thinking[0].signature == first.thinking[0].signature
+
+
+def test_a_tool_use_sent_whole_at_its_start_keeps_its_input() -> None:
+    from promptimus.llms.accumulator import accumulate
+    from promptimus.llms.anthropic_format import StreamReader
+
+    reader = StreamReader()
+    events = [
+        {"type": "message_start", "message": {"model": "m", "usage": {"input_tokens": 3}}},
+        {
+            "type": "content_block_start",
+            "index": 0,
+            "content_block": {"type": "tool_use", "id": "t1", "name": "add", "input": {"a": 1}},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "tool_use"},
+            "usage": {"output_tokens": 2},
+        },
+    ]
+    deltas = [delta for event in events if (delta := reader.read(event)) is not None]
+    message = accumulate(deltas)
+    assert message.tool_calls is not None
+    assert json.loads(message.tool_calls[0].function.arguments) == {"a": 1}
+    assert message.usage is not None and message.usage.total_tokens == 5

@@ -405,7 +405,13 @@ class StreamReader:
         self._blocks[index] = block
         if block.get("type") == "tool_use":
             call = self._calls[index] = len(self._calls)
-            fragment = ToolCallDelta(index=call, id=block.get("id"), name=block.get("name"))
+            given = block.get("input")  # {} from the API; whole from a server that sends no deltas
+            fragment = ToolCallDelta(
+                index=call,
+                id=block.get("id"),
+                name=block.get("name"),
+                arguments=json.dumps(given, ensure_ascii=False) if given else "",
+            )
             return MessageDelta(tool_calls=[fragment])
         if block.get("type") == "text" and block.get("text"):
             return MessageDelta(content=block["text"])
