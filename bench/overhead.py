@@ -25,6 +25,13 @@ single call, 0.7x for the tool loop, never above 1.0x). Measured:
   sync tool run off the event loop with ``asyncio.to_thread``. The server answers by the
   request alone: a tool call while the conversation holds fewer than two tool results.
 
+- Anthropic: ``Anthropic.achat`` against the raw ``anthropic`` SDK's
+  ``client.messages.create`` (the same system prompt and question, one call at a time and 64 at
+  once), and the 3-step tool loop through ``OpenaiToolCallingAgent`` on ``Anthropic`` against
+  the same loop written by hand on the raw SDK (the reply's content blocks appended as the
+  assistant turn, the tool results as one user turn of ``tool_result`` blocks), both on the fake
+  Messages API server in its own process. Goal: at most 1.0x the raw SDK.
+
 ``--also-python`` runs the whole measurement again under another interpreter (another SDK
 release, e.g. the newest in a separate venv) with this checkout's ``src`` on its path, and
 prints both runs' ratios side by side at the end. Then the ``import promptimus`` time.
@@ -49,14 +56,21 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import openai
 from child_server import serve, spawned
 
 import promptimus as pm
 from promptimus.agents import OpenaiToolCallingAgent
-from promptimus.llms import OpenAILike, aaccumulate
+from promptimus.llms import Anthropic, OpenAILike, aaccumulate
 from promptimus.modules import MemoryModule, Prompt
-from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
+from promptimus.testing import (
+    AnthropicReply,
+    FakeAnthropicServer,
+    FakeOpenAIServer,
+    Reply,
+    ToolCall,
+)
 from promptimus.tools import Tool
 
 SYSTEM = "You are a benchmark."
@@ -402,6 +416,121 @@ async def measure_tool_loop(base_url: str, loops: int, rounds: int) -> dict[str,
     return found
 
 
+# --- Anthropic ---------------------------------------------------------------------------------
+
+RAW_ANTHROPIC = "raw anthropic SDK"
+MAX_TOKENS = 1024
+
+
+def anthropic_tool_loop_reply(body: dict[str, Any]) -> AnthropicReply | str:
+    """The fake Claude: a tool call until the conversation holds TOOL_STEPS results, then text."""
+    done = sum(
+        1
+        for message in body.get("messages") or ()
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    )
+    tools = body.get("tools")
+    if done < TOOL_STEPS and tools:
+        return AnthropicReply(tool_calls=[ToolCall(tools[0]["name"], {"key": done})])
+    return "done"
+
+
+def serve_anthropic_tool_loop() -> None:
+    server = FakeAnthropicServer(record=False)
+    server.messages.respond_with(anthropic_tool_loop_reply)
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(server.serve_forever(lambda url: print(f"READY {url}", flush=True)))
+
+
+def anthropic_variants(base_url: str) -> tuple[dict[str, Call], list[Any]]:
+    """Single calls and 3-step tool loops, raw SDK and promptimus, and the clients to close."""
+    raw = anthropic.AsyncAnthropic(base_url=base_url, api_key=KEY, max_retries=0)
+    llm = Anthropic(MODEL, api_key=KEY, base_url=base_url, max_tokens=MAX_TOKENS)
+    sent = [
+        pm.Message(role=pm.MessageRole.SYSTEM, content=SYSTEM),
+        pm.Message(role=pm.MessageRole.USER, content=QUESTION),
+    ]
+    tool = Tool(lookup_async, name="lookup")
+    spec = [
+        {"name": "lookup", "description": "Look a key up.", "input_schema": tool.parameters_schema}
+    ]
+    agent = OpenaiToolCallingAgent(SYSTEM, [tool]).with_llm(llm)
+
+    async def raw_single() -> object:
+        reply = await raw.messages.create(
+            model=MODEL,
+            max_tokens=MAX_TOKENS,
+            system=SYSTEM,
+            messages=[{"role": "user", "content": QUESTION}],
+        )
+        return reply.content[0].text  # type: ignore[union-attr]
+
+    async def raw_loop() -> object:
+        messages: list[Any] = [{"role": "user", "content": QUESTION}]
+        while True:
+            reply = await raw.messages.create(
+                model=MODEL,
+                max_tokens=MAX_TOKENS,
+                system=SYSTEM,
+                messages=messages,
+                tools=spec,  # type: ignore[arg-type]
+            )
+            calls = [block for block in reply.content if block.type == "tool_use"]
+            if not calls:
+                return reply.content[0].text  # type: ignore[union-attr]
+            messages.append({"role": "assistant", "content": reply.content})
+            results = []
+            for call in calls:
+                output = await lookup_async(**call.input)  # type: ignore[arg-type]
+                results.append({"type": "tool_result", "tool_use_id": call.id, "content": output})
+            messages.append({"role": "user", "content": results})
+
+    async def agent_loop() -> object:
+        with pm.Session():
+            return await agent.forward(QUESTION)
+
+    variants: dict[str, Call] = {
+        RAW_ANTHROPIC: raw_single,
+        "Anthropic.achat": lambda: llm.achat(sent),
+        f"{RAW_ANTHROPIC} loop": raw_loop,
+        "agent on Anthropic, loop": agent_loop,
+    }
+    return variants, [raw]
+
+
+async def measure_anthropic(base_url: str, calls: int, loops: int, rounds: int) -> dict[str, float]:
+    variants, clients = anthropic_variants(base_url)
+    found: dict[str, float] = {}
+    pairs = (
+        ("single", RAW_ANTHROPIC, "Anthropic.achat", calls),
+        ("loop", f"{RAW_ANTHROPIC} loop", "agent on Anthropic, loop", loops),
+    )
+    try:
+        for concurrency in (1, 64):
+            for what, base, ours, count in pairs:
+                n = count if concurrency > 1 else max(count // 4, 50)
+                chosen = {base: variants[base], ours: variants[ours]}
+                samples, cpu = await sample_rounds(chosen, n, concurrency, rounds, 64)
+                print_table(
+                    f"Anthropic {what}, concurrency {concurrency} ({len(samples[base])} per "
+                    f"variant, {rounds} rounds; CPU ratio to the {base})",
+                    samples,
+                    cpu,
+                    lambda _, base=base: base,  # type: ignore[misc]
+                )
+                found[f"anthropic {what} c={concurrency}: {ours}"] = cpu_ratio(cpu, ours, base)
+    finally:
+        for client in clients:
+            await client.close()
+    return found
+
+
+def spawn_anthropic_tool_loop_server() -> contextlib.AbstractContextManager[str]:
+    return spawned([sys.executable, __file__, "--serve-anthropic-tool-loop"])
+
+
 # --- the whole run ---------------------------------------------------------------------------
 
 
@@ -430,6 +559,11 @@ def measure(args: argparse.Namespace) -> dict[str, float]:
             found |= asyncio.run(measure_tool_loop(base_url, args.loops, args.rounds))
     if not args.skip_gemini:
         measure_gemini(args)
+    if not args.skip_anthropic:
+        print(f"anthropic {anthropic.__version__}")
+        with spawn_anthropic_tool_loop_server() as base_url:
+            loops = max(args.loops // 2, 50)
+            found |= asyncio.run(measure_anthropic(base_url, args.calls, loops, args.rounds))
     return found
 
 
@@ -479,10 +613,15 @@ def main() -> None:
     parser.add_argument("--no-also", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--skip-import-time", action="store_true")
     parser.add_argument("--skip-gemini", action="store_true", help="no Gemini section")
+    parser.add_argument("--skip-anthropic", action="store_true", help="no Anthropic figures")
     parser.add_argument("--serve-tool-loop", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--serve-anthropic-tool-loop", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_tool_loop:
         serve_tool_loop()
+        return
+    if args.serve_anthropic_tool_loop:
+        serve_anthropic_tool_loop()
         return
 
     ratios = measure(args)
@@ -496,7 +635,10 @@ def main() -> None:
             argv.remove(args.also_python)
         version, other = run_elsewhere(args.also_python, argv)
         runs[version] = other
-    print("\nCPU ratio to the raw openai SDK (targets: single call <= 0.6x, tool loop <= 0.7x)")
+    print(
+        "\nCPU ratio to the raw openai SDK (targets: single call <= 0.6x, tool loop <= 0.7x); "
+        "anthropic rows: to the raw anthropic SDK (goal <= 1.0x)"
+    )
     versions = list(runs)
     print(f"{'':<40}" + "".join(f"{'openai ' + v:>16}" for v in versions))
     for key in ratios:

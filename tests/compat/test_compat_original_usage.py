@@ -364,26 +364,26 @@ async def test_the_cross_encoder_takes_the_originals_arguments_and_call(
         OpenAILikeReranker("rr", base_url=fake_openai.base_url, n_result=3)
 
 
-async def test_claude_is_openai_like_on_anthropics_endpoint(
-    fake_openai: FakeOpenAIServer, monkeypatch: pytest.MonkeyPatch
+async def test_claude_keeps_0_1_arguments_on_the_native_messages_api(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from promptimus.llms import Claude
-    from promptimus.llms.claude import ANTHROPIC_OPENAI_BASE_URL
+    from promptimus.llms import Anthropic, Claude
+    from promptimus.testing import FakeAnthropicServer
 
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # must not redirect Claude
-    assert Claude("claude-sonnet").base_url == ANTHROPIC_OPENAI_BASE_URL
+    assert isinstance(Claude("claude-sonnet"), Anthropic)
+    assert Claude("claude-sonnet").base_url is None  # the SDK's own: Anthropic's API
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test")
-    fake_openai.chat.script(Fault.status(500), "Hello from Claude")
-    # 0.1's positional order: call_kwargs, max_tokens, max_concurrency, n_retries, base_wait
-    llm = Claude(
-        "claude-sonnet", {"temperature": 0}, 1024, 10, 2, 0.0, base_url=fake_openai.base_url
-    )
-    assert (llm.retry.max_retries, llm.max_concurrency) == (1, 10)
-    reply = await llm.achat([pm.Message(role=pm.MessageRole.USER, content="Hi")])
-    assert reply.content == "Hello from Claude"
-    sent = fake_openai.chat.requests
-    assert len(sent) == 2 and sent[1]["max_tokens"] == 1024 and sent[1]["temperature"] == 0
-    assert fake_openai.requests[-1].headers.get("authorization") == "Bearer sk-ant-test"
+    with FakeAnthropicServer() as srv:
+        srv.messages.script(Fault.status(500), "Hello from Claude")
+        # 0.1's positional order: call_kwargs, max_tokens, max_concurrency, n_retries, base_wait
+        llm = Claude("claude-sonnet", {"temperature": 0}, 1024, 10, 2, 0.0, base_url=srv.base_url)
+        assert (llm.retry.max_retries, llm.max_concurrency) == (1, 10)
+        reply = await llm.achat([pm.Message(role=pm.MessageRole.USER, content="Hi")])
+        assert reply.content == "Hello from Claude"
+        sent = srv.messages.requests
+        assert len(sent) == 2 and sent[1]["max_tokens"] == 1024 and sent[1]["temperature"] == 0
+        assert srv.requests[-1].headers.get("x-api-key") == "sk-ant-test"
 
 
 async def test_positional_call_kwargs_and_concurrency_as_in_0_1(

@@ -11,6 +11,7 @@ from promptimus._lazy import lazy_exports
 
 if TYPE_CHECKING:
     from promptimus.llms.accumulator import MessageAccumulator, aaccumulate, accumulate
+    from promptimus.llms.anthropic import Anthropic
     from promptimus.llms.cached import CachedLLM
     from promptimus.llms.capabilities import ProviderCapabilities, capabilities
     from promptimus.llms.claude import Claude
@@ -48,9 +49,11 @@ _EXPORTS = {
     "MemoryCache": "memory_cache",
     "SQLiteCache": "sqlite_cache",
     "Gemini": "gemini",
+    "Anthropic": "anthropic",
 }
 
 __all__ = [
+    "Anthropic",
     "CachedLLM",
     "Claude",
     "DummyLLM",

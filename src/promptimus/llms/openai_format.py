@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from promptimus.dto import (
+    DocumentContent,
     Message,
     MessageDelta,
     MessageRole,
@@ -31,35 +32,53 @@ def message_to_openai(message: Message, null_content: bool = False) -> dict[str,
     """One message in the wire format. An assistant message that only calls tools carries no
     `content`, unless `null_content` (for servers that demand the key: see `OpenAILike`)."""
     out: dict[str, Any] = {"role": message.role.value}
+    text = message.content
+    if message.documents:
+        text = "\n\n".join([*filter(None, [text]), *map(document_placeholder, message.documents)])
     if message.images:
         parts: list[dict[str, Any]] = []
-        if message.content:
-            parts.append({"type": "text", "text": message.content})
+        if text:
+            parts.append({"type": "text", "text": text})
         for image in message.images:
             url: dict[str, Any] = {"url": image.url}
             if image.detail is not None:
                 url["detail"] = image.detail
             parts.append({"type": "image_url", "image_url": url})
         out["content"] = parts
-    elif not (message.tool_calls and not message.content):
-        out["content"] = message.content
+    elif not (message.tool_calls and not text):
+        out["content"] = text
     elif null_content:
         out["content"] = None
     # Without `content` at all: the OpenAI API, vLLM, Ollama and current llama.cpp take it so,
     # and the SDK's request transform spends ~0.1 ms on every `"content": None` it is given,
     # each time the history is resent.
     if message.tool_calls:
-        out["tool_calls"] = [
-            {
-                "id": call.id,
-                "type": call.type,
-                "function": {"name": call.function.name, "arguments": call.function.arguments},
-            }
-            for call in message.tool_calls
-        ]
+        out["tool_calls"] = [_tool_call(call) for call in message.tool_calls]
     if message.tool_call_id is not None:
         out["tool_call_id"] = message.tool_call_id
     return out
+
+
+def _tool_call(call: ToolRequest) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": call.id,
+        "type": call.type,
+        "function": {"name": call.function.name, "arguments": call.function.arguments},
+    }
+    if call.extra_content is not None:  # what the server attached to it (a thought signature)
+        out["extra_content"] = call.extra_content
+    return out
+
+
+def document_placeholder(document: DocumentContent) -> str:
+    """The text that stands for an attached document on an API that takes none: what it was,
+    so the model knows something was attached that it cannot read."""
+    name = f" {document.name!r}" if document.name else ""
+    size = len(document.data) * 3 // 4
+    return (
+        f"[Attached document{name} ({document.media_type}, about {size} bytes): this model "
+        "cannot read attached documents, so its content is not included.]"
+    )
 
 
 def messages_to_openai(history: list[Message], null_content: bool = False) -> list[dict[str, Any]]:
@@ -192,6 +211,7 @@ def _tool_request(call: Any, where: str) -> ToolRequest:
         id=_field(call, "id", str, f"{where}."),
         type=kind,
         function=ToolFunction(name=name, arguments=arguments),
+        extra_content=_field(call, "extra_content", dict, f"{where}."),
     )
 
 
@@ -281,6 +301,7 @@ def chunk_to_delta(chunk: Any) -> MessageDelta:
                 id=_field(call, "id", str, f"{place}."),
                 name=_field(function, "name", str, f"{place}.function."),
                 arguments=_arguments(function, f"{place}.function.") if arguments else "",
+                extra_content=_field(call, "extra_content", dict, f"{place}."),
             )
         )
     content = _field(delta, "content", str, where)

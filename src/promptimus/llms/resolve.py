@@ -3,8 +3,9 @@
 Spec grammar: ``provider:model`` split on the first colon (``ollama:llama3.2:3b`` is provider
 ``ollama``, model ``llama3.2:3b``), or an alias defined by ``PROMPTIMUS_MODEL_<ALIAS>=<spec>``.
 Providers: ``openai`` (OPENAI_API_KEY, OPENAI_BASE_URL), ``ollama`` (OLLAMA_BASE_URL /
-OLLAMA_HOST), ``gemini`` (GEMINI_API_KEY or GOOGLE_API_KEY, GEMINI_BASE_URL), and any ``<name>``
-with ``<NAME>_API_BASE`` (+ ``<NAME>_API_KEY``) set.
+OLLAMA_HOST), ``gemini`` (GEMINI_API_KEY or GOOGLE_API_KEY, GEMINI_BASE_URL), ``anthropic``
+(Claude through the native Messages API: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), and any
+``<name>`` with ``<NAME>_API_BASE`` (+ ``<NAME>_API_KEY``) set.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from promptimus.errors import ModelResolutionError
 from promptimus.protocols import LLMProtocol
 
 ALIAS_PREFIX = "PROMPTIMUS_MODEL_"
-BUILTIN_PROVIDERS = ("openai", "ollama", "gemini")
+BUILTIN_PROVIDERS = ("openai", "ollama", "gemini", "anthropic")
 
 
 def _env_name(name: str) -> str:
@@ -55,6 +56,8 @@ def _build(provider: str, model: str, env: Mapping[str, str], spec: str) -> LLMP
         from promptimus.llms.openai import OpenAILike
 
         return OpenAILike(model, env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL"))
+    if name == "anthropic":
+        return _anthropic(model, env)
     if name == "ollama":
         from promptimus.llms.ollama import OllamaProvider, ollama_base_url
 
@@ -89,6 +92,19 @@ def _gemini(model: str, env: Mapping[str, str]) -> LLMProtocol:
     from promptimus.llms.gemini import Gemini
 
     return Gemini(model, api_key=key, base_url=env.get("GEMINI_BASE_URL") or None)
+
+
+def _anthropic(model: str, env: Mapping[str, str]) -> LLMProtocol:
+    key = env.get("ANTHROPIC_API_KEY")
+    if not key:
+        raise ModelResolutionError(
+            f"No Anthropic API key for 'anthropic:{model}': set the ANTHROPIC_API_KEY "
+            "environment variable (and ANTHROPIC_BASE_URL for a server other than Anthropic's), "
+            "or build promptimus.llms.Anthropic(model, api_key=...) yourself."
+        )
+    from promptimus.llms.anthropic import Anthropic
+
+    return Anthropic(model, api_key=key, base_url=env.get("ANTHROPIC_BASE_URL") or None)
 
 
 def resolve(spec: str | LLMProtocol, *, env: Mapping[str, str] | None = None) -> LLMProtocol:

@@ -52,9 +52,12 @@ def estimate_usage(history: Sequence[Message], reply: Message) -> Usage:
 
 
 def split_message(message: Message) -> list[MessageDelta]:
-    """Deltas that accumulate back to `message`: reasoning words, text words, tool-call
-    fragments (name first, arguments in two halves), then finish_reason, usage and model_name."""
+    """Deltas that accumulate back to `message`: reasoning words, the thinking blocks, text
+    words, tool-call fragments (name and provider data first, arguments in two halves), then
+    finish_reason, usage and model_name."""
     deltas = [MessageDelta(reasoning=piece) for piece in _WORDS.findall(message.reasoning or "")]
+    if message.thinking:  # the blocks a provider needs back, whole
+        deltas.append(MessageDelta(thinking=list(message.thinking)))
     deltas.extend(MessageDelta(content=piece) for piece in _WORDS.findall(message.content))
     for index, call in enumerate(message.tool_calls or ()):
         arguments = call.function.arguments
@@ -63,7 +66,11 @@ def split_message(message: Message) -> list[MessageDelta]:
             MessageDelta(
                 tool_calls=[
                     ToolCallDelta(
-                        index=index, id=call.id, name=call.function.name, arguments=arguments[:half]
+                        index=index,
+                        id=call.id,
+                        name=call.function.name,
+                        arguments=arguments[:half],
+                        extra_content=call.extra_content,
                     )
                 ]
             )

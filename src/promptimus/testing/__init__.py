@@ -14,6 +14,9 @@ llama-cpp-python's HTTP 500 among them, verbatim), and a server that rejects
 ``response_format: json_schema`` (``FakeOpenAIServer(reject_response_format=...)``,
 ``ResponseFormatRejection.dialect(...)``).
 
+``FakeAnthropicServer`` speaks Anthropic's Messages API the same way (``AnthropicReply``,
+``Thinking``, ``anthropic_error``), for the ``anthropic`` SDK and ``promptimus.llms.Anthropic``.
+
 Importing this package does not import ``openai`` (or any network library); the server itself
 loads on first use of `FakeOpenAIServer`.
 """
@@ -23,6 +26,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from promptimus._lazy import lazy_exports
+from promptimus.testing.fake_anthropic_script import AnthropicReply, Thinking, anthropic_error
 from promptimus.testing.malformed import MALFORMED_KINDS
 from promptimus.testing.script import (
     CONTEXT_DIALECTS,
@@ -36,6 +40,7 @@ from promptimus.testing.script import (
 )
 
 if TYPE_CHECKING:
+    from promptimus.testing.fake_anthropic import FakeAnthropicServer
     from promptimus.testing.fake_gemini import FakeGeminiServer
     from promptimus.testing.fake_gemini_script import GeminiCall, GeminiFault, GeminiReply
     from promptimus.testing.fake_openai import FakeOpenAIServer, SpawnedServer
@@ -44,6 +49,8 @@ __all__ = [
     "CONTEXT_DIALECTS",
     "MALFORMED_KINDS",
     "REJECTION_DIALECTS",
+    "AnthropicReply",
+    "FakeAnthropicServer",
     "FakeOpenAIServer",
     "Fault",
     "RecordedRequest",
@@ -51,7 +58,9 @@ __all__ = [
     "ResponseFormatRejection",
     "Route",
     "SpawnedServer",
+    "Thinking",
     "ToolCall",
+    "anthropic_error",
 ]
 __all__ += ["FakeGeminiServer", "GeminiCall", "GeminiFault", "GeminiReply"]
 
@@ -66,6 +75,7 @@ __getattr__, __dir__ = lazy_exports(
         "GeminiCall": "fake_gemini_script",
         "GeminiFault": "fake_gemini_script",
         "GeminiReply": "fake_gemini_script",
+        "FakeAnthropicServer": "fake_anthropic",
     },
     globals(),
 )

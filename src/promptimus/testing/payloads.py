@@ -143,6 +143,13 @@ def _call_ids(reply: Reply, next_call_id: Callable[[], str]) -> list[str]:
     return [call.id or next_call_id() for call in reply.tool_calls or ()]
 
 
+def _with_extra(entry: dict[str, Any], call: ToolCall) -> dict[str, Any]:
+    """A tool call entry with the call's ``extra_content`` (a thought signature), if scripted."""
+    if call.extra_content is not None:
+        entry["extra_content"] = call.extra_content
+    return entry
+
+
 def chat_completion(
     reply: Reply,
     body: dict[str, Any],
@@ -156,7 +163,14 @@ def chat_completion(
         message["reasoning_content"] = reply.reasoning
     if reply.tool_calls:
         message["tool_calls"] = [
-            {"id": call_id, "type": "function", "function": {"name": call.name, "arguments": args}}
+            _with_extra(
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": call.name, "arguments": args},
+                },
+                call,
+            )
             for call, call_id, args in zip(
                 reply.tool_calls, _call_ids(reply, next_call_id), arguments, strict=True
             )
@@ -235,7 +249,7 @@ def chat_chunks(
             "type": "function",
             "function": {"name": call.name, "arguments": fragments[0]},
         }
-        yield chunk({"tool_calls": [first]})
+        yield chunk({"tool_calls": [_with_extra(first, call)]})
         for fragment in fragments[1:]:
             yield chunk({"tool_calls": [{"index": index, "function": {"arguments": fragment}}]})
     yield chunk({}, _finish_reason(reply))

@@ -29,11 +29,14 @@ class ToolCall:
     """A tool call the fake model makes. ``dict`` arguments are sent JSON-encoded.
 
     ``id`` defaults to ``call_1``, ``call_2``, ... numbered per server in the order sent.
+    ``extra_content`` is sent on the call as it is (Gemini's OpenAI-compatible endpoint puts
+    ``{"google": {"thought_signature": ...}}`` there).
     """
 
     name: str
     arguments: str | dict[str, Any] = "{}"
     id: str | None = None
+    extra_content: dict[str, Any] | None = None
 
 
 @dataclass(slots=True)

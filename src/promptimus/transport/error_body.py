@@ -47,16 +47,21 @@ _REQUEST_ERROR_KINDS = frozenset(
 _OVERFLOW_KINDS = frozenset(
     {"context_length_exceeded", "exceed_context_size_error", "context_window_exceeded"}
 )
-_CONTEXT = re.compile(r"context[ _-]?(?:length|size|window)", re.IGNORECASE)
+_CONTEXT = re.compile(
+    r"context[ _-]?(?:length|size|window|limit)|prompt is too long", re.IGNORECASE
+)
 _TOO_BIG = re.compile(r"exceed|maximum|too long|too large|larger than|too many", re.IGNORECASE)
 _WINDOW_NUMBERS = (
     re.compile(r"maximum context length is (\d+)", re.IGNORECASE),  # OpenAI, vLLM
     re.compile(r"available context size \((\d+)", re.IGNORECASE),  # llama.cpp
     re.compile(r"context (?:length|size|window) (?:of |is )?\(?(\d+)", re.IGNORECASE),
+    re.compile(r"\d+ tokens > (\d+) maximum", re.IGNORECASE),  # Anthropic
+    re.compile(r"\d+ \+ \d+ > (\d+)", re.IGNORECASE),  # Anthropic: input + max_tokens > limit
 )
 _PROMPT_NUMBERS = (
     re.compile(r"(?:requested|resulted in) (\d+) tokens", re.IGNORECASE),  # OpenAI, vLLM
     re.compile(r"request \((\d+) tokens\)", re.IGNORECASE),  # llama.cpp
+    re.compile(r"prompt is too long: (\d+) tokens", re.IGNORECASE),  # Anthropic
 )
 
 

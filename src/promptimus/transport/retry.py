@@ -109,14 +109,18 @@ def _error_message(exc: BaseException) -> str:
 def _is_transport_error(exc: BaseException) -> bool:
     if isinstance(exc, TimeoutError | ConnectionError):
         return True
-    openai = sys.modules.get("openai")
-    if openai is not None and isinstance(exc, openai.APIConnectionError):
-        return True
+    for name in _SDKS:
+        sdk = sys.modules.get(name)
+        if sdk is not None and isinstance(exc, sdk.APIConnectionError):
+            return True
     return any(
         cls.__name__ in _TRANSPORT_ERROR_NAMES and cls.__module__.startswith("httpx")
         for cls in type(exc).__mro__
     )
 
+
+_SDKS = {"openai": "OpenAIError", "anthropic": "AnthropicError"}
+"""The provider SDKs whose errors are classified, and the base class of each one's errors."""
 
 MALFORMED_RETRIES = 1
 """How many times a malformed reply is retried within one call."""
@@ -163,10 +167,11 @@ def classify(exc: BaseException) -> Failure | None:
     if _is_transport_error(exc):
         kind = "timeout" if "timeout" in type(exc).__name__.lower() else "connection error"
         return Failure(True, f"{kind} ({type(exc).__name__}: {exc})")
-    openai = sys.modules.get("openai")
-    if openai is not None and isinstance(exc, openai.OpenAIError):
-        message = _error_message(exc)  # e.g. an error event inside a stream (no HTTP status)
-        return Failure(False, f"{type(exc).__name__}: {message}", None, None, message, body)
+    for name, base in _SDKS.items():
+        sdk = sys.modules.get(name)
+        if sdk is not None and isinstance(exc, getattr(sdk, base)):
+            message = _error_message(exc)  # e.g. an error event inside a stream (no HTTP status)
+            return Failure(False, f"{type(exc).__name__}: {message}", None, None, message, body)
     return None
 
 

@@ -1,0 +1,362 @@
+"""``Anthropic``: Claude through the native Messages API, on the official ``anthropic`` SDK.
+
+What the OpenAI-compatible endpoint drops, this keeps: thinking blocks (their text is the reply's
+``reasoning``; the blocks themselves, signatures included, go back unchanged in the next request
+of a tool loop), prompt caching (``cache=True``), PDFs as ``document`` blocks, and structured
+outputs (``output_config.format``). The rest of promptimus talks to it as to `OpenAILike`: the
+same message types, the same request options (``tools``, ``tool_choice``, ``response_format``,
+``max_tokens``, ``temperature``, ``stop``...), the same retry layer (429 and 529
+``overloaded_error`` retried honouring Retry-After; 400, 401, 403 never), limits, usage and
+provider-call observers.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from promptimus.argument_checks import positive_int
+from promptimus.dto import Message, MessageDelta
+from promptimus.errors import EmptyReply, InvalidArgument, MalformedReply, UnknownRequestOption
+from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
+from promptimus.llms.anthropic_client import AnthropicClientFactory, read_events
+from promptimus.llms.anthropic_format import (
+    StreamReader,
+    add_cache_breakpoints,
+    reply_to_message,
+    to_anthropic,
+    translate_options,
+)
+from promptimus.llms.capabilities import ProviderCapabilities
+from promptimus.transport.concurrency import ConcurrencyLimit
+from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
+from promptimus.transport.openai_wire import response_body
+from promptimus.transport.rate_limit import RateLimiter, Reservation
+from promptimus.transport.retry import RetryPolicy, chained, classify
+from promptimus.transport.secret_scrub import redact_secrets
+
+__all__ = ["Anthropic"]
+
+log = logging.getLogger("promptimus.llms")
+
+DEFAULT_MAX_TOKENS = 8192
+
+_REQUEST_OPTIONS = frozenset(
+    {
+        "max_tokens",
+        "messages",
+        "model",
+        "system",
+        "tools",
+        "tool_choice",
+        "thinking",
+        "temperature",
+        "top_p",
+        "top_k",
+        "stop_sequences",
+        "metadata",
+        "output_config",
+        "service_tier",
+        "cache_control",
+        "container",
+        "inference_geo",
+        "mcp_servers",
+        "stream",
+        "extra_headers",
+        "extra_query",
+        "extra_body",
+        "timeout",
+    }
+)
+"""The Messages API's request fields (and the SDK's per-call transport options)."""
+
+
+def _thinking_config(thinking: Any, max_tokens: int) -> dict[str, Any] | None:
+    """The ``thinking`` request field for the ``thinking=`` argument."""
+    if thinking is None or thinking is False:
+        return None
+    if isinstance(thinking, dict):
+        return dict(thinking)
+    if thinking == "adaptive":
+        return {"type": "adaptive"}
+    budget = positive_int(thinking, "Anthropic: thinking (a budget in tokens)")
+    if budget >= max_tokens:
+        raise InvalidArgument(
+            f"Anthropic: the thinking budget ({budget} tokens) must be below max_tokens "
+            f"({max_tokens}), which counts the thinking too: raise max_tokens or lower thinking."
+        )
+    return {"type": "enabled", "budget_tokens": budget}
+
+
+class Anthropic(OpenAIEndpoint):
+    """Chat with a Claude model through Anthropic's Messages API.
+
+    - ``api_key`` falls back to ``ANTHROPIC_API_KEY`` at first call (a missing key raises
+      ``ProviderConfigError`` before any request); ``base_url`` to the SDK's default (which
+      reads ``ANTHROPIC_BASE_URL``).
+    - ``max_tokens``: sent with every request (the API requires it) unless the call sets it.
+    - ``thinking``: a budget in tokens (extended thinking), ``"adaptive"``, or the API's own
+      ``thinking`` object; None (default) leaves it off.
+    - ``cache=True``: ``cache_control`` breakpoints on the stable prefix of every request
+      (the tools, the system prompt, the conversation so far).
+    - ``max_retries`` / ``retry``, ``max_concurrency``, ``requests_per_minute`` /
+      ``tokens_per_minute``, ``call_kwargs``, ``timeout``: as on `OpenAILike`.
+    """
+
+    _request_kind = "chat"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None = None,
+        base_url: str | None = None,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        thinking: int | str | dict[str, Any] | None = None,
+        cache: bool = False,
+        max_concurrency: int | ConcurrencyLimit | None = None,
+        max_retries: int = 4,
+        timeout: float | None = 600.0,
+        requests_per_minute: float | RateLimiter | None = None,
+        tokens_per_minute: float | RateLimiter | None = None,
+        rate_period: float = 60.0,
+        call_kwargs: dict[str, Any] | None = None,
+        retry: RetryPolicy | None = None,
+        api_key_env: str = "ANTHROPIC_API_KEY",
+        **client_kwargs: Any,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise InvalidArgument(f"Anthropic: model must be a model name, got {model!r}.")
+        self.max_tokens = positive_int(max_tokens, "Anthropic: max_tokens")
+        self.thinking = _thinking_config(thinking, self.max_tokens)
+        if not isinstance(cache, bool):
+            raise InvalidArgument(f"Anthropic: cache must be True or False, got {cache!r}.")
+        self.cache = cache
+        super().__init__(
+            model,
+            api_key,
+            base_url,
+            max_concurrency=max_concurrency,
+            max_retries=max_retries,
+            timeout=timeout,
+            requests_per_minute=requests_per_minute,
+            tokens_per_minute=tokens_per_minute,
+            rate_period=rate_period,
+            call_kwargs=call_kwargs,
+            retry=retry,
+            api_key_env=api_key_env,
+            client_kwargs={},
+        )
+        self._client = AnthropicClientFactory(
+            api_key,
+            base_url,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            client_kwargs=client_kwargs,
+        )
+        self.capabilities = ProviderCapabilities()
+        """What this server has shown it accepts (e.g. which structured-output mode)."""
+
+    def secrets(self) -> tuple[str, ...]:
+        """The API key this provider sends, for redaction from any text."""
+        return self._client.secrets()
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What identifies this provider in a response-cache key: besides the model and the
+        server, the settings that change the reply (``max_tokens``, ``thinking``)."""
+        cls = type(self)
+        return {
+            "class": f"{cls.__module__}.{cls.__qualname__}",
+            "model": self.model_name,
+            "base_url": self.base_url,
+            "max_tokens": self.max_tokens,
+            "thinking": self.thinking,
+        }
+
+    def __repr__(self) -> str:
+        return f"Anthropic(model={self.model_name!r}, base_url={self.base_url!r})"
+
+    @property
+    def _context(self) -> str:
+        return (
+            f"{self._request_kind} request for model {self.model_name!r} at "
+            f"{self.base_url or 'api.anthropic.com'}"
+        )
+
+    # --- request plumbing ------------------------------------------------------------------
+
+    def _params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
+        params = translate_options({**self.call_kwargs, **kwargs})
+        unknown = sorted(params.keys() - _REQUEST_OPTIONS)
+        if unknown:
+            raise UnknownRequestOption(
+                f"The {self._context} got option(s) the Messages API does not take: "
+                f"{', '.join(unknown)}. Pass fields a server adds to the API in "
+                f"extra_body={{...}} (e.g. extra_body={{{unknown[0]!r}: ...}})."
+            )
+        params["model"] = self.model_name
+        params.setdefault("max_tokens", self.max_tokens)
+        if self.thinking is not None and "thinking" not in params:
+            params["thinking"] = self.thinking
+        system, messages = to_anthropic(history)
+        if system and "system" not in params:
+            params["system"] = system
+        params["messages"] = messages
+        if self.cache:
+            add_cache_breakpoints(params)
+        return params
+
+    def _estimate_tokens(self, params: dict[str, Any]) -> float:
+        text = json.dumps(params.get("messages", ())) + json.dumps(params.get("system", ""))
+        if "tools" in params:
+            text += json.dumps(params["tools"])
+        return len(text) / CHARS_PER_TOKEN + int(params.get("max_tokens") or 0)
+
+    # --- public API --------------------------------------------------------------------------
+
+    async def achat(self, history: list[Message], **kwargs: Any) -> Message:
+        """The reply to ``history``. A malformed or empty reply is retried once, then raised."""
+        params = self._params(history, kwargs)
+        params.pop("stream", None)
+        tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
+
+        async def attempt() -> tuple[Message, Reservation | None]:
+            slot, reservation = await self._admit(tokens)
+            try:
+                response = await self._client.connection().post(params)
+            finally:
+                if slot is not None:
+                    slot.release()
+            return reply_to_message(response_body(response)), reservation
+
+        secrets = self._client.secrets()
+        message, reservation = await self.retry.run(attempt, context=self._context, redact=secrets)
+        self._record(message.usage, reservation)
+        if message.model_name is None:
+            message.model_name = self.model_name
+        return message
+
+    async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
+        """Stream the reply (server-sent events). A failure before the first delta with text,
+        thinking or a tool call is retried like a plain request; after it, a broken connection
+        raises ``StreamInterrupted``, and a stream that ends without its ``message_delta``
+        (no stop reason) was cut off and raises ``StreamInterrupted`` too. A stream with no
+        text and no tool call raises ``EmptyReply``."""
+        params = self._params(history, kwargs)
+        params["stream"] = True
+        tokens = self._estimate_tokens(params) if self._tpm is not None else 0.0
+        secrets = self._client.secrets()
+        attempt = functools.partial(self._open_stream, params, tokens)
+        events, reader, held, received, slot, reservation = await self.retry.run(
+            attempt, context=self._context, redact=secrets
+        )
+        if held[0].model_name is None:
+            held[0].model_name = self.model_name
+        try:
+            for delta in held:
+                yield delta
+            while True:
+                try:
+                    event = await anext(events, _END)
+                    if event is _END:
+                        break
+                    delta = reader.read(event)
+                except Exception as exc:
+                    error = self._stream_error(exc, received, secrets)
+                    if error is None:
+                        break
+                    if error is exc:
+                        raise
+                    raise error from exc
+                if delta is not None:
+                    received.add(delta)
+                    yield delta
+            self._check_finished(received)
+        finally:
+            if slot is not None:
+                slot.release()
+            self._record(received.usage, reservation)
+            await events.aclose()
+
+    async def _open_stream(self, params: dict[str, Any], tokens: float) -> tuple[Any, ...]:
+        """One attempt at a stream: send the request and read up to the first delta that says
+        something (held back), under a concurrency slot the caller releases."""
+        slot, reservation = await self._admit(tokens)
+        try:
+            response = await self._client.connection().post(params, stream=True)
+            events = read_events(response)
+            try:
+                reader = StreamReader()
+                held: list[MessageDelta] = []
+                received = MessageAccumulator()
+                while not held or not _says_something(held[-1]):
+                    event = await anext(events, _END)
+                    if event is _END:
+                        raise self._ended_before_output(response, received)
+                    delta = reader.read(event)
+                    if delta is not None:
+                        held.append(delta)
+                        received.add(delta)
+            except BaseException:
+                await events.aclose()
+                raise
+        except BaseException:
+            if slot is not None:
+                slot.release()
+            raise
+        return events, reader, held, received, slot, reservation
+
+    def _stream_error(
+        self, exc: Exception, received: MessageAccumulator, secrets: tuple[str, ...]
+    ) -> BaseException | None:
+        """What to raise for ``exc`` from a stream that already delivered output (``exc`` when
+        it is not a provider failure), or None when the model had finished."""
+        failure = classify(exc)
+        if failure is None:
+            return exc
+        if received.complete and failure.retryable:
+            reason = redact_secrets(failure.reason, secrets)
+            log.debug("%s: stream broke after finishing (%s)", self._context, reason)
+            return None
+        error = self.retry.translate(
+            exc, failure, context=f"{self._context} (stream interrupted)", redact=secrets
+        )
+        if failure.retryable and failure.max_retries is None and failure.status is None:
+            error = stream_interrupted(
+                received, self._context, cause=redact_secrets(failure.reason, secrets)
+            )
+        return chained(error, exc, secrets)
+
+    def _check_finished(self, received: MessageAccumulator) -> None:
+        if received.finish_reason is None:
+            raise stream_interrupted(received, self._context)
+        if not received.content.strip() and not received.tool_call_count:
+            raise EmptyReply(
+                "no text and no tool call, only thinking",
+                source=self._context,
+                finish_reason=received.finish_reason,
+            )
+
+    def _ended_before_output(self, response: Any, received: MessageAccumulator) -> Exception:
+        if received.complete:
+            return EmptyReply(
+                "the stream finished with nothing in it", finish_reason=received.finish_reason
+            )
+        if not received.chunks:
+            kind = str(response.headers.get("content-type", "")).split(";", 1)[0].strip()
+            if kind and kind != "text/event-stream":
+                return MalformedReply(
+                    f"the stream request was answered with a {kind} body instead of an event "
+                    "stream (a proxy's error page, or a server that does not stream)"
+                )
+        return stream_interrupted(received, self._context)
+
+
+_END: Any = object()
+
+
+def _says_something(delta: MessageDelta) -> bool:
+    return bool(delta.content or delta.reasoning or delta.tool_calls or delta.thinking)

@@ -1,0 +1,244 @@
+"""Lazy construction of the official ``anthropic.AsyncAnthropic`` client, one per event loop.
+
+The client is built on first use (so ``import promptimus`` never imports ``anthropic``), with the
+SDK's own retries off (``RetryPolicy`` is the one retry layer). Requests go out on the SDK's
+low-level path, ``client.post("/v1/messages", cast_to=<httpx Response>, body=...)``: the body is
+the JSON the provider built, sent without the typed method's request transform, and the reply is
+read as JSON instead of being built into the SDK's objects. Everything the client is configured
+with applies (the key, ``anthropic-version``, base URL, default headers, timeouts), and errors
+are the SDK's own (``RateLimitError``, ``OverloadedError``...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import AsyncGenerator
+from typing import Any
+
+from promptimus.errors import ProviderConfigError
+from promptimus.transport.event_stream import SSEDecoder
+from promptimus.transport.openai_wire import dumps
+from promptimus.transport.per_loop import PerLoop
+
+__all__ = ["MESSAGES_PATH", "AnthropicClientFactory", "AnthropicConnection", "StreamError"]
+
+MESSAGES_PATH = "/v1/messages"
+
+_TRANSPORT_OPTIONS = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
+
+_STREAM_STATUS = {
+    "overloaded_error": 529,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+}
+
+
+class StreamError(Exception):
+    """An ``error`` event inside a Messages stream, with the HTTP status its type stands for
+    (``overloaded_error`` 529...), so the retry layer classifies it as it would the status."""
+
+    def __init__(self, body: dict[str, Any], response: Any) -> None:
+        error = body.get("error")
+        fields = error if isinstance(error, dict) else {}
+        message = fields.get("message")
+        self.message = message if isinstance(message, str) and message else "error in the stream"
+        super().__init__(self.message)
+        self.body = body
+        self.response = response
+        self.status_code = _STREAM_STATUS.get(str(fields.get("type")), 500)
+
+
+STATIC_CLIENT_OPTIONS = frozenset({"default_headers", "default_query", "http_client"})
+"""``AsyncAnthropic`` options that leave every request built the same way, so the request the
+SDK built once may be reused (see `AnthropicConnection`)."""
+
+
+class AnthropicConnection:
+    """One event loop's SDK client, and how to post a Messages request through it.
+
+    The first request without per-call options goes through the SDK's low-level path; when
+    ``direct``, the request it built there (URL, headers, timeout) is kept as a template and
+    later requests are that template with only the body changed, sent through the SDK's own
+    HTTP client, as `promptimus.transport.openai_wire` does for the openai SDK: only for a
+    client with a fixed API key, no credentials provider and no option outside
+    `STATIC_CLIENT_OPTIONS`. Errors stay the SDK's: a status error built by the client, a
+    timeout ``APITimeoutError``, another transport failure ``APIConnectionError``."""
+
+    __slots__ = ("_errors", "_request", "_template", "client", "direct", "http", "response_cls")
+
+    def __init__(self, client: Any, http: Any, *, direct: bool) -> None:
+        import anthropic
+
+        self.client = client
+        self.http = http
+        self.response_cls = _response_class(http)
+        module = sys.modules[self.response_cls.__module__.split(".", 1)[0]]
+        self._request = module.Request
+        self._errors = (module.TimeoutException, module.RequestError, anthropic)
+        self.direct = (
+            direct
+            and getattr(client, "custom_auth", None) is None
+            and callable(getattr(client, "_make_status_error_from_response", None))
+        )
+        self._template: tuple[Any, Any, dict[str, Any]] | None = None
+
+    async def post(self, params: dict[str, Any], *, stream: bool = False) -> Any:
+        """Send ``params`` (body fields, plus any of ``extra_headers`` / ``extra_query`` /
+        ``extra_body`` / ``timeout``); the raw response, unread when ``stream``."""
+        body, options = params, None
+        if not _TRANSPORT_OPTIONS.isdisjoint(params):
+            body = {k: v for k, v in params.items() if k not in _TRANSPORT_OPTIONS}
+            body.update(params.get("extra_body") or {})
+            options = {}
+            if params.get("extra_headers"):
+                options["headers"] = params["extra_headers"]
+            if params.get("extra_query"):
+                options["params"] = params["extra_query"]
+            if "timeout" in params:
+                options["timeout"] = params["timeout"]
+        elif self._template is not None:
+            return await self._send(self._template, body, stream)
+        response = await self.client.post(
+            MESSAGES_PATH,
+            cast_to=self.response_cls,
+            body=body,
+            options=options or {},
+            stream=stream,
+        )
+        if options is None and self.direct:
+            request = response.request
+            headers = request.headers.copy()
+            for name in ("content-length", "cookie"):  # the body's own; set afresh per request
+                if name in headers:
+                    del headers[name]
+            self._template = (request.url, headers, dict(request.extensions))
+        return response
+
+    async def _send(
+        self, template: tuple[Any, Any, dict[str, Any]], body: dict[str, Any], stream: bool
+    ) -> Any:
+        url, headers, extensions = template
+        request = self._request(
+            "POST",
+            url,
+            headers=headers,
+            cookies=self.http.cookies,
+            content=dumps(body),
+            extensions=extensions,
+        )
+        timeouts, failures, sdk = self._errors
+        try:
+            response = await self.http.send(request, stream=stream)
+        except timeouts as exc:
+            raise sdk.APITimeoutError(request=request) from exc
+        except failures as exc:
+            raise sdk.APIConnectionError(request=request) from exc
+        if not response.is_success:
+            if not response.is_closed:
+                await response.aread()
+            raise self.client._make_status_error_from_response(response) from None
+        return response
+
+
+def _response_class(http_client: Any) -> Any:
+    """The ``Response`` class of the httpx package the SDK's HTTP client comes from."""
+    for cls in type(http_client).__mro__:
+        if cls.__name__ == "AsyncClient":
+            return sys.modules[cls.__module__.split(".", 1)[0]].Response
+    raise TypeError(f"{type(http_client).__name__} is not an httpx AsyncClient")
+
+
+async def read_events(response: Any) -> AsyncGenerator[Any, None]:
+    """The decoded events of a Messages event stream; an ``error`` event raises `StreamError`.
+    The response is closed at the end, on an error, and when the caller stops early."""
+    decoder = SSEDecoder()
+    try:
+        async for piece in response.aiter_bytes():
+            for data in decoder.feed(piece):
+                event = json.loads(data)
+                if isinstance(event, dict) and event.get("type") == "error":
+                    raise StreamError(event, response)
+                yield event
+        for data in decoder.finish():
+            yield json.loads(data)
+    finally:
+        await response.aclose()
+
+
+class AnthropicClientFactory:
+    """Holds the connection settings and hands out the client of the running event loop.
+
+    ``api_key`` falls back to the ``api_key_env`` variable when the client is first needed; a
+    missing key raises ``ProviderConfigError`` naming that variable before any request. The key
+    is never shown by ``repr``."""
+
+    __slots__ = ("_api_key", "_clients", "api_key_env", "base_url", "client_kwargs", "timeout")
+
+    def __init__(
+        self,
+        api_key: str | None,
+        base_url: str | None,
+        *,
+        api_key_env: str | None,
+        timeout: float | None,
+        client_kwargs: dict[str, Any],
+    ) -> None:
+        self._api_key = api_key
+        self.api_key_env = api_key_env
+        self.base_url = base_url
+        self.timeout = timeout
+        self.client_kwargs = dict(client_kwargs)
+        self._clients: PerLoop[AnthropicConnection] = PerLoop(self._build)
+
+    def _find_key(self) -> str | None:
+        if self._api_key:
+            return self._api_key
+        if self.api_key_env is None:
+            return None
+        return os.environ.get(self.api_key_env) or None
+
+    def api_key(self) -> str:
+        key = self._find_key()
+        if not key:
+            where = f" for {self.base_url}" if self.base_url else ""
+            raise ProviderConfigError(
+                f"No Anthropic API key{where}: set the {self.api_key_env or 'ANTHROPIC_API_KEY'} "
+                "environment variable or pass api_key=... to the provider."
+            )
+        return key
+
+    def secrets(self) -> tuple[str, ...]:
+        key = self._find_key()
+        return (key,) if key else ()
+
+    def _build(self) -> AnthropicConnection:
+        key = self.api_key()
+        import anthropic
+
+        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0, **self.client_kwargs}
+        if self.base_url is not None:
+            kwargs["base_url"] = self.base_url
+        if self.timeout is not None:
+            kwargs["timeout"] = self.timeout
+        if "http_client" not in kwargs:
+            # the SDK's default HTTP client without its wrapper, dropped with its event loop
+            # (see `promptimus.transport.openai_client` for why)
+            kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient()
+        direct = self.client_kwargs.keys() <= STATIC_CLIENT_OPTIONS
+        return AnthropicConnection(
+            anthropic.AsyncAnthropic(**kwargs), kwargs["http_client"], direct=direct
+        )
+
+    def connection(self) -> AnthropicConnection:
+        return self._clients.get()
+
+    def __repr__(self) -> str:
+        return f"AnthropicClientFactory(base_url={self.base_url!r})"
