@@ -133,7 +133,8 @@ class Recording:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._hurry = threading.Event()  # set by flush and close: write now
         self._file = SQLiteFile(self.path, busy_timeout=30.0)
-        self._file.connection().executescript(SCHEMA)  # a bad path fails here, in the caller
+        with self._file.using() as db:
+            db.executescript(SCHEMA)  # a bad path fails here, in the caller
         self._thread = threading.Thread(target=self._write_loop, name="promptimus-board-writer")
         self._thread.daemon = True
         self._thread.start()
@@ -287,16 +288,17 @@ class Recording:
                 (spans if item[0] == "span" else runs).append(item[1])
         if not spans and not runs:
             return
-        db = self._file.begin()
-        try:
-            if spans:
-                db.execute(_INSERT_SPANS, ("[" + ",".join(spans) + "]",))
-            if runs:
-                db.execute(_INSERT_RUNS, ("[" + ",".join(runs) + "]",))
-            db.execute("COMMIT")
-        except BaseException:
-            db.execute("ROLLBACK")
-            raise
+        with self._file.using() as db:
+            self._file.begin(db)
+            try:
+                if spans:
+                    db.execute(_INSERT_SPANS, ("[" + ",".join(spans) + "]",))
+                if runs:
+                    db.execute(_INSERT_RUNS, ("[" + ",".join(runs) + "]",))
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
         self.written += len(spans) + len(runs)
 
     def _span_row(self, span: _Span) -> tuple[Any, ...]:
