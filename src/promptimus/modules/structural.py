@@ -395,12 +395,10 @@ class StructuralOutput(Module, Generic[T]):
         if on_partial is None:
             return await self.predictor.forward(messages, provider_kwargs=params, **variables)
         reader = PartialReader(self.output_model)
-        pieces: list[str] = []
 
         def on_delta(delta: Any) -> None:
             if delta.content:
-                pieces.append(delta.content)
-                snapshot = reader.feed("".join(pieces))
+                snapshot = reader.add(delta.content)
                 if snapshot is not None:
                     on_partial(snapshot)
 

@@ -104,11 +104,10 @@ class _Deltas:
     """Shows a streamed reply's pieces as events, counting them (a request the server rejects
     after some arrived cannot be sent again), and a structured answer's partial objects."""
 
-    __slots__ = ("count", "emit", "pieces", "reader", "step")
+    __slots__ = ("count", "emit", "reader", "step")
 
     def __init__(self, emit: Emit, step: int, reader: PartialReader | None) -> None:
         self.emit, self.step, self.count, self.reader = emit, step, 0, reader
-        self.pieces: list[str] = []
 
     def __call__(self, delta: MessageDelta) -> None:
         self.count += 1
@@ -117,8 +116,7 @@ class _Deltas:
         if delta.content:
             self.emit(TextDelta(delta.content, self.step))
             if self.reader is not None:
-                self.pieces.append(delta.content)
-                snapshot = self.reader.feed("".join(self.pieces))
+                snapshot = self.reader.add(delta.content)
                 if snapshot is not None:
                     self.emit(PartialOutput(snapshot, self.step))
 
