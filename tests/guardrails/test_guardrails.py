@@ -392,3 +392,36 @@ async def test_a_run_that_fails_before_racing_its_parallel_check_leaves_none_beh
     gc.collect()
     left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
     assert left == [] and unread == [] and srv.chat.requests == []
+
+
+# --- tool guardrails and approvals -----------------------------------------------------------
+
+
+async def test_a_resumed_run_keeps_the_verdicts_given_before_its_pause(
+    srv: FakeOpenAIServer,
+) -> None:
+    deleted: list[str] = []
+
+    def delete(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    def protect(name: str, arguments: dict[str, Any]) -> Verdict:
+        return Verdict.block("protected") if arguments["path"] == "b" else Verdict.allow()
+
+    agent = OpenaiToolCallingAgent(
+        "Help.",
+        [pm.tools.Tool(delete, requires_approval=True)],
+        guardrails=[InputGuardrail(lambda text: True, name="ok"), ToolGuardrail(protect)],
+    ).with_llm(llm(srv))
+    calls = [ToolCall("delete", {"path": p}, id=f"c_{p}") for p in "ab"]
+    srv.chat.script(Reply(tool_calls=calls), "Done.")
+    paused = await agent.run("delete a and b")
+    assert [p.id for p in paused.pending] == ["c_a"]  # the refused call never waits for approval
+    state = pm.agents.RunState.from_json(paused.state.to_json())
+    done = await agent.run(resume=state, approvals={"c_a": True})
+    assert done.output.content == "Done." and deleted == ["a"]
+    assert state.record.guardrails == paused.record.guardrails  # through the state's JSON
+    kept = [(g.kind, g.action, g.tool_call_id) for g in done.record.guardrails]
+    assert kept == [("input", "allow", None), ("tool", "allow", "c_a"), ("tool", "block", "c_b")]
