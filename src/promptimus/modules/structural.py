@@ -366,6 +366,7 @@ class StructuralOutput(Module, Generic[T]):
             return await module._answer(history, variables, queue.put_nowait)
 
         task = asyncio.ensure_future(self._call(answer, (history,), prompt_vars))
+        getter: asyncio.Future[BaseModel] | None = None
         try:
             while True:
                 getter = asyncio.ensure_future(queue.get())
@@ -379,6 +380,8 @@ class StructuralOutput(Module, Generic[T]):
                 yield task.result()
                 return
         finally:
+            if getter is not None:
+                getter.cancel()  # a caller cancelled while waiting leaves no reader behind
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
