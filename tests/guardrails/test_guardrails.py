@@ -5,6 +5,7 @@ memory and a SQLite session store, output retries, tool refusals, records, event
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -361,3 +362,66 @@ async def test_guarded_runs_guardrails_around_any_module(srv: FakeOpenAIServer) 
     assert len(srv.chat.requests) == 1
     with pytest.raises(InvalidArgument, match="needs an agent"):
         Guarded(Echo(), [ToolGuardrail(lambda n, a: True)])
+
+
+# --- a parallel check in a run that fails before its first model request --------------------
+
+
+async def test_a_run_that_fails_before_racing_its_parallel_check_leaves_none_behind(
+    srv: FakeOpenAIServer,
+) -> None:
+    unread: list[Any] = []
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: unread.append(context))
+
+    async def quick_block(text: str) -> bool:
+        return False
+
+    async def endless(text: str) -> bool:
+        await asyncio.Event().wait()
+        return True
+
+    for judge in (quick_block, endless):  # a template variable is missing: no request is built
+        agent = OpenaiToolCallingAgent(
+            "Help {name}.", [], guardrails=[InputGuardrail(judge, parallel=True)]
+        ).with_llm(llm(srv))
+        with pm.Session(), pytest.raises(pm.errors.PromptFormatError):
+            await agent.forward(f"ask {judge.__name__}")
+        del agent
+    for _ in range(3):  # let a cancelled check finish, then let the collector see the rest
+        await asyncio.sleep(0)
+    gc.collect()
+    left = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    assert left == [] and unread == [] and srv.chat.requests == []
+
+
+# --- tool guardrails and approvals -----------------------------------------------------------
+
+
+async def test_a_resumed_run_keeps_the_verdicts_given_before_its_pause(
+    srv: FakeOpenAIServer,
+) -> None:
+    deleted: list[str] = []
+
+    def delete(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    def protect(name: str, arguments: dict[str, Any]) -> Verdict:
+        return Verdict.block("protected") if arguments["path"] == "b" else Verdict.allow()
+
+    agent = OpenaiToolCallingAgent(
+        "Help.",
+        [pm.tools.Tool(delete, requires_approval=True)],
+        guardrails=[InputGuardrail(lambda text: True, name="ok"), ToolGuardrail(protect)],
+    ).with_llm(llm(srv))
+    calls = [ToolCall("delete", {"path": p}, id=f"c_{p}") for p in "ab"]
+    srv.chat.script(Reply(tool_calls=calls), "Done.")
+    paused = await agent.run("delete a and b")
+    assert [p.id for p in paused.pending] == ["c_a"]  # the refused call never waits for approval
+    state = pm.agents.RunState.from_json(paused.state.to_json())
+    done = await agent.run(resume=state, approvals={"c_a": True})
+    assert done.output.content == "Done." and deleted == ["a"]
+    assert state.record.guardrails == paused.record.guardrails  # through the state's JSON
+    kept = [(g.kind, g.action, g.tool_call_id) for g in done.record.guardrails]
+    assert kept == [("input", "allow", None), ("tool", "allow", "c_a"), ("tool", "block", "c_b")]

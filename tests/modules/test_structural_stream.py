@@ -3,6 +3,7 @@ the reply streams from the fake server through the real SDK; the last is forward
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 
@@ -14,7 +15,7 @@ from promptimus.agents import FinalResult, OpenaiToolCallingAgent, PartialOutput
 from promptimus.llms import OpenAILike
 from promptimus.modules.partial_output import PartialReader, partial_model
 from promptimus.modules.structural import StructuralOutput
-from promptimus.testing import FakeOpenAIServer
+from promptimus.testing import FakeOpenAIServer, Fault
 
 
 class Address(BaseModel):
@@ -87,6 +88,28 @@ async def test_stopping_early_ends_the_call(srv: FakeOpenAIServer) -> None:
     first = await stream.__anext__()
     await stream.aclose()
     assert first.model_dump(exclude_none=True) == {} or in_order(first)
+
+
+async def test_a_caller_cancelled_while_waiting_leaves_no_task_behind(
+    srv: FakeOpenAIServer,
+) -> None:
+    srv.chat.script(Fault.stall())  # the reply never comes: the caller waits until cancelled
+    extract = StructuralOutput(Person).with_llm(llm(srv))
+
+    async def read_all() -> None:
+        async for _ in extract.stream("Who is Ann?"):
+            pass
+
+    reader = asyncio.ensure_future(read_all())
+    for _ in range(500):  # bounded: 500 looks, 10 ms apart
+        if srv.chat.requests:
+            break
+        await asyncio.sleep(0.01)
+    reader.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await reader
+    await asyncio.sleep(0)
+    assert [task for task in asyncio.all_tasks() if task is not asyncio.current_task()] == []
 
 
 async def test_an_agent_stream_carries_the_partials_of_a_structured_answer(

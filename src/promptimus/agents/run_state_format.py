@@ -61,10 +61,20 @@ class StepData(TypedDict):
     tools: NotRequired[list[str] | None]
 
 
+class GuardrailData(TypedDict):
+    guard: str
+    kind: Literal["input", "output", "tool"]
+    action: Literal["allow", "block", "replace"]
+    reason: NotRequired[str | None]
+    step: NotRequired[Count]
+    tool_call_id: NotRequired[str | None]
+
+
 class RecordData(TypedDict):
     output: NotRequired[Any]
     usage: NotRequired[UsageData]
     steps: NotRequired[list[StepData]]
+    guardrails: NotRequired[list[GuardrailData]]  # the verdicts before the pause
 
 
 class PausedCallData(TypedDict):

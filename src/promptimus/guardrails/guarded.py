@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterable
 from typing import Any
 
@@ -42,8 +43,8 @@ class Guarded(Module):
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
         guards = Guards.of(self.guardrails)
         inputs = (*guards.input, *guards.parallel)
-        if inputs and args:
-            args = (await self._screen_request(inputs, args[0]), *args[1:])
+        if inputs:
+            args, kwargs = await self._screen_arguments(inputs, args, kwargs)
         retries: dict[int, int] = {}
         while True:
             output = await self.module(*args, **kwargs)
@@ -59,6 +60,22 @@ class Guarded(Module):
                 raise tripped(blocked, f"Guarded {self.module.path!r}")
             retries[id(guard)] = used + 1
 
+    async def _screen_arguments(
+        self, guards: tuple[Guardrail, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        """The call's arguments with the request (the first positional argument, or the
+        keyword of `forward`'s first parameter) screened: a request given by keyword is
+        checked as one given by position, never passed around the guardrails."""
+        if args:
+            return (await self._screen_request(guards, args[0]), *args[1:]), kwargs
+        key = _first_parameter(self.module)
+        if key is None or key not in kwargs:
+            raise InvalidArgument(
+                f"Guarded {self.module.path!r} has input guardrails but was called without a "
+                "request to check: pass the request as the first argument."
+            )
+        return args, {**kwargs, key: await self._screen_request(guards, kwargs[key])}
+
     async def _screen_request(self, guards: tuple[Guardrail, ...], request: Any) -> Any:
         where = f"Guarded {self.module.path!r}"
         if isinstance(request, str):
@@ -67,8 +84,11 @@ class Guarded(Module):
                 raise tripped(blocked, where)
             return text
         messages = [request] if isinstance(request, Message) else request
-        if not (isinstance(messages, list) and messages):
-            return request
+        if not (isinstance(messages, list) and all(isinstance(m, Message) for m in messages)):
+            raise InvalidArgument(
+                f"{where} has input guardrails, which check a text, a message or a list of "
+                f"messages; got {type(request).__name__}: pass the request in one of those forms."
+            )
         position = _last_user(messages)
         if position is None:
             return request
@@ -82,6 +102,14 @@ class Guarded(Module):
         if isinstance(request, Message):
             return changed
         return [*messages[:position], changed, *messages[position + 1 :]]
+
+
+def _first_parameter(module: Module) -> str | None:
+    """The name of the first parameter of `module.forward` that a keyword can fill."""
+    for parameter in inspect.signature(module.forward).parameters.values():
+        keyword = (parameter.POSITIONAL_OR_KEYWORD, parameter.KEYWORD_ONLY)
+        return parameter.name if parameter.kind in keyword else None
+    return None
 
 
 def _last_user(messages: list[Any]) -> int | None:

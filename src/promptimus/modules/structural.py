@@ -366,6 +366,7 @@ class StructuralOutput(Module, Generic[T]):
             return await module._answer(history, variables, queue.put_nowait)
 
         task = asyncio.ensure_future(self._call(answer, (history,), prompt_vars))
+        getter: asyncio.Future[BaseModel] | None = None
         try:
             while True:
                 getter = asyncio.ensure_future(queue.get())
@@ -379,6 +380,8 @@ class StructuralOutput(Module, Generic[T]):
                 yield task.result()
                 return
         finally:
+            if getter is not None:
+                getter.cancel()  # a caller cancelled while waiting leaves no reader behind
             if not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -395,12 +398,10 @@ class StructuralOutput(Module, Generic[T]):
         if on_partial is None:
             return await self.predictor.forward(messages, provider_kwargs=params, **variables)
         reader = PartialReader(self.output_model)
-        pieces: list[str] = []
 
         def on_delta(delta: Any) -> None:
             if delta.content:
-                pieces.append(delta.content)
-                snapshot = reader.feed("".join(pieces))
+                snapshot = reader.add(delta.content)
                 if snapshot is not None:
                     on_partial(snapshot)
 

@@ -187,6 +187,7 @@ async def resume_run(run: ActiveRun, plan: ResumePlan) -> None:
     )
     *earlier, last = saved.record.steps
     run.record.steps.extend([*earlier, dataclasses.replace(last)])
+    run.record.guardrails.extend(saved.record.guardrails)  # the verdicts before the pause
     records = await _finish_paused(run, plan)
     run.observe([ToolInvocation(r.id, r.name, r.arguments) for r in records], records)
     run.step_end(run.record.steps[-1])

@@ -28,6 +28,7 @@ from .agent import LoopAgent
 from .decisions import Final, Retry, ToolInvocation
 
 __all__ = [
+    "drop_input_check",
     "guards_of",
     "race_input_check",
     "screen_output",
@@ -80,6 +81,18 @@ def start_input_check(
 ) -> asyncio.Task[list[Message]]:
     """The parallel input guardrails, started beside the first model request."""
     return asyncio.ensure_future(screen_request(run, guards, new))
+
+
+def drop_input_check(check: asyncio.Task[Any] | None) -> None:
+    """Let go of a parallel input check the run will not race (it failed before its first
+    model request): a running check is cancelled, so no guard outlives its run, and a finished
+    one's error is read, so it is not reported as never retrieved."""
+    if check is None:
+        return
+    if not check.done():
+        check.cancel()
+    elif not check.cancelled():
+        check.exception()
 
 
 async def race_input_check(

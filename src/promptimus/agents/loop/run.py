@@ -8,6 +8,7 @@ memory and ends the run, a `Retry` sends feedback, an `Act` runs the tool calls 
 
 from __future__ import annotations
 
+import asyncio
 from functools import partial
 from typing import Any
 
@@ -32,6 +33,7 @@ from .approvals import ResumePlan, pause, resume_run, run_screened
 from .decisions import Act, Final, Retry
 from .guarding import (
     REPLACED,
+    drop_input_check,
     guards_of,
     race_input_check,
     screen_output,
@@ -63,16 +65,29 @@ async def drive(
     run = ActiveRun.of(agent, deps, prompt_vars, record, emit)
     agent._begin_run(run.llm, run.state)
     guards = guards_of(agent)
-    check, new = None, []
-    if resume is None:
-        new = as_messages(request, agent.predictor.new_message_role)
-        if guards is not None:
-            new = await screen_request(run, guards.input, new)  # before any model request
-            check = start_input_check(run, guards.parallel, new) if guards.parallel else None
-        run.conversation = [*await agent.executor.history(run.memory), *new]
-        run.keep = list(new)  # what the memory gains if the run succeeds
-    else:
-        await resume_run(run, resume)
+    check: asyncio.Task[list[Message]] | None = None
+    new: list[Message] = []
+    try:
+        if resume is None:
+            new = as_messages(request, agent.predictor.new_message_role)
+            if guards is not None:
+                new = await screen_request(run, guards.input, new)  # before any model request
+                check = start_input_check(run, guards.parallel, new) if guards.parallel else None
+            run.conversation = [*await agent.executor.history(run.memory), *new]
+            run.keep = list(new)  # what the memory gains if the run succeeds
+        else:
+            await resume_run(run, resume)
+        return await _steps(run, check, new)
+    finally:
+        drop_input_check(check)  # a check the run failed before racing ends with it
+
+
+async def _steps(
+    run: ActiveRun, check: asyncio.Task[list[Message]] | None, new: list[Message]
+) -> Outcome:
+    """The run's steps, the first raced against the parallel input `check` if there is one,
+    until a final result or a pause."""
+    agent = run.agent
     options = RunOptions.build(run)
     while True:
         options = await current_options(run, options)
@@ -104,11 +119,10 @@ class _Deltas:
     """Shows a streamed reply's pieces as events, counting them (a request the server rejects
     after some arrived cannot be sent again), and a structured answer's partial objects."""
 
-    __slots__ = ("count", "emit", "pieces", "reader", "step")
+    __slots__ = ("count", "emit", "reader", "step")
 
     def __init__(self, emit: Emit, step: int, reader: PartialReader | None) -> None:
         self.emit, self.step, self.count, self.reader = emit, step, 0, reader
-        self.pieces: list[str] = []
 
     def __call__(self, delta: MessageDelta) -> None:
         self.count += 1
@@ -117,8 +131,7 @@ class _Deltas:
         if delta.content:
             self.emit(TextDelta(delta.content, self.step))
             if self.reader is not None:
-                self.pieces.append(delta.content)
-                snapshot = self.reader.feed("".join(self.pieces))
+                snapshot = self.reader.add(delta.content)
                 if snapshot is not None:
                     self.emit(PartialOutput(snapshot, self.step))
 
