@@ -723,9 +723,10 @@ __getattr__ = compat_names(__name__)
 # --- wire: replies and deadlines -----------------------------------------------------------------
 
 
-class ProviderTimeout(ProviderUnavailable, TimeoutError):
-    """A request took longer than its ``timeout``: the whole request, from sending it to the
-    last byte of the reply (a stream: to each event), however slowly the server sends."""
+class ProviderTimeout(RetryBudgetExhausted, TimeoutError):
+    """A request took longer than its ``timeout`` on every attempt: the whole request, from
+    sending it to the last byte of the reply (a stream: to each event), however slowly the
+    server sends. A `RetryBudgetExhausted` too: each attempt the budget allowed timed out."""
 
 
 class ErrorInReply(MalformedReply):

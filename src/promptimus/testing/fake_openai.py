@@ -433,7 +433,7 @@ class FakeOpenAIServer:
                 await _send_malformed(conn, fault, "chat", data)
             elif fault is not None and fault.kind == "drip":
                 raw = json.dumps(data).encode()
-                self.dripped.append(await conn.send_slowly(200, raw, fault.seconds))
+                await conn.send_slowly(200, raw, fault.seconds, self._drip_counter())
                 conn.close()
             else:
                 await _send_json(conn, data)
@@ -451,9 +451,8 @@ class FakeOpenAIServer:
             events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
             conn.closing = True
             await conn.start_stream()
-            self.dripped.append(
-                await conn.drip(events + b"data: [DONE]\n\n", fault.seconds, chunked=True)
-            )
+            events += b"data: [DONE]\n\n"
+            await conn.drip(events, fault.seconds, self._drip_counter(), chunked=True)
             conn.close()
             return
         await conn.start_stream(headers={"x-request-id": f"req_fake_{next(self._ids)}"})
@@ -499,6 +498,16 @@ class FakeOpenAIServer:
         for event in events:
             await conn.send_chunk(event)
         await conn.end_stream()
+
+    def _drip_counter(self) -> Callable[[], None]:
+        """A new entry of ``dripped``, and what counts a byte into it."""
+        self.dripped.append(0)
+        index = len(self.dripped) - 1
+
+        def sent() -> None:
+            self.dripped[index] += 1
+
+        return sent
 
     def _next_call_id(self) -> str:
         return f"call_{next(self._call_ids)}"

@@ -159,7 +159,7 @@ class EventStream:
     async def _read(self) -> AsyncGenerator[Any, None]:
         response = self.response
         errors = self._errors
-        decoder = SSEDecoder()
+        decoder = SSEDecoder(MAX_LINE_BYTES)
         body = response.aiter_bytes()
         try:
             while True:

@@ -27,7 +27,8 @@ The HTTP client's timeout bounds each read, so a server that sends a byte now an
 request as long as it likes. `OpenAIConnection` also holds a total deadline (``timeout``, or a
 call's own ``timeout`` when it is a number): a plain request that has not been answered in
 full by then, or a stream that sends no whole event for that long (its opening included),
-raises `ProviderTimeout`, on both ways of sending.
+raises the SDK's ``APITimeoutError`` as a read that times out does, on both ways of sending;
+the retry layer names a timeout it gives up on `ProviderTimeout`.
 """
 
 from __future__ import annotations
@@ -42,7 +43,6 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any, cast
 
-from promptimus.errors import ProviderTimeout
 from promptimus.transport import json_reply
 from promptimus.transport.event_stream import EventStream
 from promptimus.transport.sdk_errors import SDKErrors

@@ -297,12 +297,7 @@ class RetryPolicy:
                     error = self.translate(exc, failure, context=context, redact=redact)
                     raise chained(error, exc, redact) from exc
                 if attempt == attempts:
-                    reason = redact_secrets(failure.reason, redact)
-                    exhausted = RetryBudgetExhausted(
-                        f"{context} failed after {attempts} attempt{'s' * (attempts > 1)}; "
-                        f"last error: {reason}. The server is overloaded or unreachable: "
-                        "try again later, lower the request rate, or raise max_retries."
-                    )
+                    exhausted = _exhausted(failure, attempts, context, redact)
                     raise chained(exhausted, exc, redact) from exc
                 capped_retries += capped
                 delay = self.delay_for(failure, attempt - 1)
@@ -320,6 +315,24 @@ class RetryPolicy:
                 )
                 await self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _exhausted(
+    failure: Failure, attempts: int, context: str, redact: Iterable[str]
+) -> RetryBudgetExhausted:
+    """The error for a retryable failure on the last attempt the budget allows."""
+    reason = redact_secrets(failure.reason, redact)
+    tried = f"{attempts} attempt{'s' * (attempts > 1)}"
+    if failure.timeout:
+        return ProviderTimeout(
+            f"{context} timed out ({tried}; last error: {reason}): timeout=... bounds each whole "
+            "request (a stream: each event), however slowly the server sends. Raise it for a "
+            "slow server or a long answer, or check that the server is healthy."
+        )
+    return RetryBudgetExhausted(
+        f"{context} failed after {tried}; last error: {reason}. The server is overloaded or "
+        "unreachable: try again later, lower the request rate, or raise max_retries."
+    )
 
 
 def chained(error: BaseException, cause: BaseException, secrets: Iterable[str]) -> BaseException:
