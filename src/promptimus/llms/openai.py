@@ -234,8 +234,9 @@ class OpenAILike(OpenAIEndpoint):
     async def _start_stream(self, params: dict[str, Any]) -> Any:
         """The stream's chunks: JSON objects, or the SDK's chunk objects with ``sdk_requests``."""
         connection = self._factory.connection()
-        if self.sdk_requests:
-            return await connection.client.chat.completions.create(**params)
+        if self.sdk_requests:  # the opening is bounded; each event, by the client's read timeout
+            call = connection.client.chat.completions.create(**params)
+            return await connection.within(connection.limit_of(params), call)
         response = await connection.post("/chat/completions", params, stream=True)
         return connection.event_stream(response, connection.limit_of(params))
 
