@@ -781,3 +781,29 @@ class SessionStoreAuthenticationFailed(SessionStoreUnavailable):
 
 # Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.
 __getattr__ = compat_names(__name__)
+
+
+# --- wire: replies and deadlines -----------------------------------------------------------------
+
+
+class ProviderTimeout(RetryBudgetExhausted, TimeoutError):
+    """A request took longer than its ``timeout`` on every attempt: the whole request, from
+    sending it to the last byte of the reply (a stream: to each event), however slowly the
+    server sends. A `RetryBudgetExhausted` too: each attempt the budget allowed timed out."""
+
+
+class ErrorInReply(MalformedReply):
+    """A server answered ``200 OK`` with an error object (``{"error": {...}}``, as some proxies
+    and gateways do) instead of a reply. ``problem`` holds what the server said."""
+
+    def _describe(self) -> str:
+        return (
+            f"{self.source or 'The server'} was answered with an error instead of a reply "
+            f"(HTTP 200); the server said: {self.problem}. Check the server's or proxy's log: "
+            "the request may be fine and the model unavailable."
+        )
+
+
+class EventLineTooLong(MalformedReply):
+    """A server-sent event stream sent a line longer than the decoder takes (a proxy's page
+    without newlines, a runaway event): the stream is not read further."""

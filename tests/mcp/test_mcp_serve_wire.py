@@ -182,7 +182,9 @@ def test_serving_over_a_closed_stdin_or_stdout_is_a_named_error(closed: str) -> 
     )  # fmt: skip
     assert result.returncode == 2, result.stderr
     stream = "stdin" if closed == "<&-" else "stdout"
-    assert result.stderr.decode().startswith(f"error: serve over stdio needs an open {stream}")
+    assert result.stderr.decode().startswith(
+        f"promptimus: error: serve over stdio needs an open {stream}"
+    )
     assert b"Traceback" not in result.stderr
 
 

@@ -49,6 +49,9 @@ class OpenAILike(OpenAIEndpoint):
       ``tokens_per_minute``: sliding-window limits over ``rate_period`` seconds. Each accepts a
       shared ``ConcurrencyLimit`` / ``RateLimiter`` so several providers can share one quota.
     - ``call_kwargs``: default request options (``temperature``...) that per-call kwargs override.
+    - ``timeout`` (seconds) bounds each whole request, however slowly a server sends, and each
+      event of a stream (`ProviderTimeout`, retried like other timeouts); a call's own
+      ``timeout=`` overrides it.
     - ``usage`` and ``request_count`` total every completed request.
     - ``sdk_requests=True`` sends every request through the SDK's typed method
       (``client.chat.completions.create``, its request transform and response objects
@@ -224,16 +227,18 @@ class OpenAILike(OpenAIEndpoint):
         ``ChatCompletion`` (its request transform and response objects included)."""
         connection = self._factory.connection()
         if self.sdk_requests:
-            return await connection.client.chat.completions.create(**params)
+            call = connection.client.chat.completions.create(**params)
+            return await connection.within(connection.limit_of(params), call)
         return response_body(await connection.post("/chat/completions", params))
 
     async def _start_stream(self, params: dict[str, Any]) -> Any:
         """The stream's chunks: JSON objects, or the SDK's chunk objects with ``sdk_requests``."""
         connection = self._factory.connection()
-        if self.sdk_requests:
-            return await connection.client.chat.completions.create(**params)
+        if self.sdk_requests:  # the opening is bounded; each event, by the client's read timeout
+            call = connection.client.chat.completions.create(**params)
+            return await connection.within(connection.limit_of(params), call)
         response = await connection.post("/chat/completions", params, stream=True)
-        return connection.event_stream(response)
+        return connection.event_stream(response, connection.limit_of(params))
 
     def _stream_params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
         params = self._params(history, kwargs)

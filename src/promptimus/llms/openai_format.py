@@ -25,7 +25,7 @@ from promptimus.dto import (
     ToolRequest,
     Usage,
 )
-from promptimus.errors import EmptyReply, MalformedReply
+from promptimus.errors import EmptyReply, ErrorInReply, MalformedReply
 
 
 def message_to_openai(message: Message, null_content: bool = False) -> dict[str, Any]:
@@ -227,6 +227,8 @@ def completion_to_message(completion: Any) -> Message:
     reply with no text, no tool call and no refusal (a refusal becomes the message's text)."""
     data = _data(completion, "the body")
     choices = data.get("choices")
+    if choices is None and data.get("error"):
+        raise ErrorInReply(_said(data["error"]))
     if not isinstance(choices, list):
         state = "missing" if "choices" not in data else _shown(choices)
         raise MalformedReply(f"choices is {state}, expected a list of choices")
@@ -258,6 +260,16 @@ def completion_to_message(completion: Any) -> Message:
         finish_reason=finish_reason,
         model_name=_model_name(data),
     )
+
+
+def _said(error: Any) -> str:
+    """What an error object a server sent says: its message (and code), quoted."""
+    message = error.get("message") if isinstance(error, dict) else error
+    if not isinstance(message, str) or not message.strip():
+        message = json.dumps(error, ensure_ascii=False, default=str)
+    code = error.get("code") if isinstance(error, dict) else None
+    said = repr(message if len(message) <= 500 else message[:497] + "...")
+    return f"{said} (code {code!r})" if isinstance(code, str | int) else said
 
 
 def _model_name(data: dict[str, Any]) -> str | None:

@@ -17,7 +17,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return run_serve(args)
     except MCPError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print("promptimus: error: " + " ".join(str(exc).split()), file=sys.stderr)
         return 2
 
 

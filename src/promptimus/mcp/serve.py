@@ -146,7 +146,13 @@ async def serve_async(
 
     app = server.streamable_http_app(host=host)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning")
-    await uvicorn.Server(config).serve()
+    try:
+        await uvicorn.Server(config).serve()
+    except SystemExit as exc:  # uvicorn's answer to an address it cannot listen on
+        raise MCPError(
+            f"serve: cannot listen on {host}:{port} (the HTTP server stopped with code "
+            f"{exc.code}). Pick a free port, or a host of this machine."
+        ) from None
 
 
 def serve(

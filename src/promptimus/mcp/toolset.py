@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
 import re
 import sys
 import urllib.parse
@@ -34,24 +36,25 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError as SDKError
-from mcp_types.jsonrpc import CONNECTION_CLOSED
 
 from ..errors import MCPError, MCPResultUnknown, ToolExecutionError
 from ..tools.settings import check_timeout
-from .delivery import Attempt, DeliveryWatch, attempt_var, http_client
+from .delivery import Attempt, DeliveryWatch, Replies, ReplyWatch, attempt_var, http_client
 from .mcp_tool import MCPTool
 from .stderr_log import StderrLog
 from .stdio_pipe import stdio_pipe
 
 __all__ = ["DEFAULT_MCP_TIMEOUT", "MCPToolset"]
 
+log = logging.getLogger("promptimus.mcp")
+
 DEFAULT_MCP_TIMEOUT = 60.0
 """Seconds one tool call may take before it becomes a tool error for the model."""
 
 _CONNECT_TIMEOUT = 30.0
 _CLOSE_TIMEOUT = 10.0
-# What the SDK's HTTP transport reports when the server no longer knows our session (restarted).
-_GONE_MESSAGES = frozenset({"Session not found", "Session terminated"})
+_RELIST_QUIET = 0.05  # seconds without a list-changed notice before the list is read again
+_RELIST_WAIT = 1.0  # ... but no longer than this after the first notice
 
 
 class MCPToolset:
@@ -66,7 +69,12 @@ class MCPToolset:
     named in the text) for models without vision (see `promptimus.mcp.mcp_tool`);
     `idempotent=` says which tools may be sent again when a call's outcome is unknown: True
     (all), False (none), or the server's names of those that may (default None: each tool's
-    `idempotentHint` / `readOnlyHint` annotation).
+    `idempotentHint` / `readOnlyHint` annotation). `include=`, `exclude=` and `idempotent=`
+    take one name as a string, or any collection of names.
+
+    When the server says its tool list changed, the list is read again (notices that arrive
+    while it is being read make one more reading, not one each); a tool the server dropped is
+    no longer offered, and one named in `include=` that it dropped is logged as a warning.
     """
 
     def __init__(
@@ -95,13 +103,13 @@ class MCPToolset:
         self._stdio = stdio
         self._url = url
         self._headers = dict(headers or {})
-        self.include = frozenset(include) if include is not None else None
-        self.exclude = frozenset(exclude or ())
+        self.include = _names(include, "include") if include is not None else None
+        self.exclude = _names(exclude or (), "exclude")
         self.prefix = prefix
         self.idempotent = (
             idempotent
             if idempotent is None or isinstance(idempotent, bool)
-            else frozenset(idempotent)
+            else _names(idempotent, "idempotent")
         )
         self.timeout = check_timeout(timeout, "MCPToolset timeout")
         self._session: ClientSession | None = None
@@ -116,7 +124,8 @@ class MCPToolset:
         self.tools_version = 0
         """Grows each time the tool list is read anew: agents compare it at every step."""
         self.refreshing: asyncio.Task[None] | None = None
-        """The re-listing the server's list-changed notice started, while it runs."""
+        """The re-listing the server's list-changed notices started, while it runs."""
+        self._relist = False  # a notice came in since the running re-listing began
 
     # ------------------------------------------------------------------ construction
 
@@ -134,8 +143,7 @@ class MCPToolset:
         params = StdioServerParameters(
             command=command, args=list(args), env=dict(env) if env else None, cwd=cwd
         )
-        label = " ".join([command, *args])
-        return cls(label, stdio=params, **options)
+        return cls(_shown_command(command, args), stdio=params, **options)
 
     @classmethod
     def http(cls, url: str, headers: Mapping[str, str] | None = None, **options: Any) -> MCPToolset:
@@ -161,7 +169,11 @@ class MCPToolset:
             return
         self._reconnect_lock = asyncio.Lock()
         await self._connect()
-        await self.refresh()
+        try:
+            await self.refresh()
+        except BaseException:
+            await self.close()
+            raise
 
     async def close(self) -> None:
         """End the session (and stop a stdio server). Waits a bounded time."""
@@ -234,7 +246,9 @@ class MCPToolset:
                     streams = await stack.enter_async_context(
                         streamable_http_client(self._url, http_client=client)
                     )
-                read, write = streams[0], DeliveryWatch(streams[1])
+                replies = Replies()
+                read = ReplyWatch(streams[0], replies)
+                write = DeliveryWatch(streams[1], replies)
                 session = await stack.enter_async_context(
                     ClientSession(read, write, message_handler=self._on_message)
                 )
@@ -250,15 +264,32 @@ class MCPToolset:
     async def _on_message(self, message: Any) -> None:
         """Refresh the tool list when the server says it changed."""
         method = getattr(getattr(message, "root", message), "method", None)
-        if method == "notifications/tools/list_changed":
-            task = asyncio.get_running_loop().create_task(self._refresh_quietly())
-            self._background.add(task)  # keep a reference until it ends
-            task.add_done_callback(self._background.discard)
-            self.refreshing = task
+        if method != "notifications/tools/list_changed":
+            return
+        self._relist = True
+        if self.refreshing is not None and not self.refreshing.done():
+            return  # the running re-listing reads the list once more when it is done
+        task = asyncio.get_running_loop().create_task(self._refresh_quietly())
+        self._background.add(task)  # keep a reference until it ends
+        task.add_done_callback(self._background.discard)
+        self.refreshing = task
 
     async def _refresh_quietly(self) -> None:
-        with contextlib.suppress(Exception):
-            await self.refresh()
+        """Read the list until no notice came in during a reading, each time once the notices
+        have stopped for a moment (`_RELIST_QUIET`, waiting at most `_RELIST_WAIT`): a burst
+        of notices makes a few readings, not one each. A failure is logged (the list the
+        server last gave stays, less any tool it dropped)."""
+        loop = asyncio.get_running_loop()
+        while self._relist and self._session is not None:
+            first = loop.time()
+            while self._relist and loop.time() - first < _RELIST_WAIT:
+                self._relist = False
+                await asyncio.sleep(_RELIST_QUIET)
+            self._relist = False
+            try:
+                await self.refresh()
+            except Exception as exc:
+                log.warning("MCP server %r: the tool list was not read again: %s", self.name, exc)
 
     # ------------------------------------------------------------------ tools
 
@@ -293,6 +324,9 @@ class MCPToolset:
                 )
                 tools[tool.name] = tool
         missing = (self.include or frozenset()) - {t.remote_name for t in tools.values()}
+        if missing and self.tools_version:  # a tool it had is gone: never offer it again
+            self._tools = tools
+            self.tools_version += 1
         if missing:
             raise MCPError(
                 f"The MCP server {self.server!r} has no tool named {sorted(missing)} (include=). "
@@ -361,13 +395,13 @@ class MCPToolset:
             try:
                 return await session.call_tool(remote_name, arguments)
             except Exception as exc:
-                if not _session_gone(exc):
+                if not _session_gone(exc, attempt):
                     if isinstance(exc, SDKError):
                         raise self._refused(remote_name, exc) from exc
                     raise
                 if attempt.settle is not None:
                     await attempt.settle()
-                unknown = attempt.maybe_delivered and not _refused_unseen(exc)
+                unknown = attempt.maybe_delivered and not attempt.session_unknown
                 if unknown and (first is not None or not idempotent):
                     self._stale_generation = generation
                     again = (
@@ -416,19 +450,51 @@ class MCPToolset:
                 ) from exc
 
 
-def _session_gone(exc: BaseException) -> bool:
+def _session_gone(exc: BaseException, attempt: Attempt) -> bool:
     """Whether a failed call means the connection or the server's session is gone (worth one
-    reconnect), rather than the server answering with an error."""
+    reconnect), rather than the server answering with an error: told by what happened to the
+    call's reply (see `promptimus.mcp.delivery`), never by the error's code or text."""
     if isinstance(exc, TimeoutError):
         return False
     if isinstance(exc, SDKError):
-        return exc.error.code == CONNECTION_CLOSED or exc.error.message in _GONE_MESSAGES
+        return attempt.lost
     return True
 
 
-def _refused_unseen(exc: BaseException) -> bool:
-    """Whether the server answered that it does not know our session: it ran nothing."""
-    return isinstance(exc, SDKError) and exc.error.message in _GONE_MESSAGES
+def _names(value: str | Iterable[str], option: str) -> frozenset[str]:
+    """The tool names an option gives: one string is one name."""
+    if isinstance(value, str):
+        return frozenset({value})
+    names = frozenset(value)
+    wrong = [name for name in names if not isinstance(name, str)]
+    if wrong:
+        raise MCPError(f"MCPToolset({option}=...) takes tool names (strings); got {wrong[0]!r}.")
+    return names
+
+
+_SECRET_NAME = re.compile(r"token|key|secret|passw|pwd|auth|credential|bearer|cookie", re.I)
+_TOKEN_LIKE = re.compile(r"(?=[^/\\\s]*\d)(?=[^/\\\s]*[A-Za-z])[A-Za-z0-9_~+=:.-]{16,}")
+
+
+def _shown_command(command: str, args: Sequence[str]) -> str:
+    """A server's command line as errors, reprs and records show it: a value given to an
+    option named like a secret (``--token X``, ``--api-key=X``, ``API_KEY=X``) and any
+    argument that looks like a key (16 or more letters and digits, not a file) is masked."""
+    shown = [command]
+    hide_next = False
+    for arg in args:
+        name, equals, _ = arg.partition("=")
+        if hide_next:
+            shown.append("***")
+        elif equals and _SECRET_NAME.search(name):
+            shown.append(f"{name}=***")
+        elif _TOKEN_LIKE.fullmatch(arg) and not os.path.exists(arg):
+            shown.append("***")
+        else:
+            shown.append(arg)
+        hide_next = not hide_next and arg.startswith("-") and not equals
+        hide_next = hide_next and bool(_SECRET_NAME.search(arg))
+    return " ".join(shown)
 
 
 def _shown_url(url: str) -> str:

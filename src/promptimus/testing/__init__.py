@@ -10,9 +10,10 @@ error that quotes the API key back (``Fault.echo_key``), a stream cut before its
 (``Fault.stream_error``), a context-window error as OpenAI, llama.cpp or vLLM send it
 (``Fault.context_overflow``, or ``FakeOpenAIServer(context_window=N)``), a request that fails
 the server's validation in its dialect (``Fault.request_rejected``, ``REJECTION_DIALECTS``:
-llama-cpp-python's HTTP 500 among them, verbatim), and a server that rejects
+llama-cpp-python's HTTP 500 among them, verbatim), a server that rejects
 ``response_format: json_schema`` (``FakeOpenAIServer(reject_response_format=...)``,
-``ResponseFormatRejection.dialect(...)``).
+``ResponseFormatRejection.dialect(...)``), a 200 of exactly the bytes given (``Fault.raw``)
+and a reply sent one byte at a time (``Fault.drip``).
 
 ``FakeAnthropicServer`` speaks Anthropic's Messages API the same way (``AnthropicReply``,
 ``Thinking``, ``anthropic_error``), for the ``anthropic`` SDK and ``promptimus.llms.Anthropic``.

@@ -116,6 +116,8 @@ class FakeOpenAIServer:
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
+        self.dripped: list[int] = []
+        """Per reply sent with `Fault.drip`, how many of its bytes went out before it ended."""
         self._models: dict[str, None] = dict.fromkeys(models)
         self._requested_port = port
         self._port: int | None = None
@@ -358,6 +360,8 @@ class FakeOpenAIServer:
                 await self._stall(conn)
             elif item.kind == "cut" and not streaming:
                 await conn.send_partial(200, _CUT_BODY, len(_CUT_BODY) // 2)
+            elif item.kind == "raw":
+                await _send_raw(conn, item, streaming)
             elif item.kind == "stream_error" and not streaming:
                 body = item.body
                 if not (isinstance(body, dict) and ("error" in body or "object" in body)):
@@ -427,6 +431,10 @@ class FakeOpenAIServer:
             data = payloads.chat_completion(reply, body, completion_id, self._next_call_id)
             if fault is not None and fault.kind == "malformed":
                 await _send_malformed(conn, fault, "chat", data)
+            elif fault is not None and fault.kind == "drip":
+                raw = json.dumps(data).encode()
+                await conn.send_slowly(200, raw, fault.seconds, self._drip_counter())
+                conn.close()
             else:
                 await _send_json(conn, data)
             return
@@ -438,6 +446,14 @@ class FakeOpenAIServer:
     ) -> None:
         if fault is not None and fault.kind == "malformed":
             await self._malformed_stream(conn, list(chunks), fault)
+            return
+        if fault is not None and fault.kind == "drip":
+            events = b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks)
+            conn.closing = True
+            await conn.start_stream()
+            events += b"data: [DONE]\n\n"
+            await conn.drip(events, fault.seconds, self._drip_counter(), chunked=True)
+            conn.close()
             return
         await conn.start_stream(headers={"x-request-id": f"req_fake_{next(self._ids)}"})
         limit = fault.after_chunks if fault is not None else None
@@ -482,6 +498,16 @@ class FakeOpenAIServer:
         for event in events:
             await conn.send_chunk(event)
         await conn.end_stream()
+
+    def _drip_counter(self) -> Callable[[], None]:
+        """A new entry of ``dripped``, and what counts a byte into it."""
+        self.dripped.append(0)
+        index = len(self.dripped) - 1
+
+        def sent() -> None:
+            self.dripped[index] += 1
+
+        return sent
 
     def _next_call_id(self) -> str:
         return f"call_{next(self._call_ids)}"
@@ -589,6 +615,16 @@ async def _send_malformed(
         return
     spoilt = malformed_body(kind, route, good)
     await conn.send(200, spoilt.body, content_type=spoilt.content_type)
+
+
+async def _send_raw(conn: HttpConnection, fault: Fault, streaming: bool) -> None:
+    if not streaming:
+        await conn.send(200, fault.body, content_type=fault.content_type or "application/json")
+        return
+    conn.closing = True
+    await conn.start_stream(content_type=fault.content_type or "text/event-stream")
+    await conn.send_chunk(fault.body)
+    await conn.end_stream()
 
 
 async def _send_echoed_key(conn: HttpConnection, status: int) -> None:

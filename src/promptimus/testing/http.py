@@ -66,6 +66,32 @@ class HttpConnection:
         self._writer.write((head + _header_lines(headers, self.closing) + "\r\n").encode() + body)
         await self._writer.drain()
 
+    async def send_slowly(
+        self, status: int, body: bytes, every: float, sent: Callable[[], None]
+    ) -> None:
+        """Announce all of ``body`` (``Content-Length``), then send it one byte every ``every``
+        seconds until it is all sent or the client has gone, calling ``sent`` for each."""
+        self.responded = True
+        head = f"{_status_line(status)}content-type: application/json\r\n"
+        head += f"content-length: {len(body)}\r\n{_header_lines(None, self.closing)}\r\n"
+        self._writer.write(head.encode())
+        await self.drip(body, every, sent)
+
+    async def drip(
+        self, data: bytes, every: float, sent: Callable[[], None], *, chunked: bool = False
+    ) -> None:
+        """Send ``data`` one byte every ``every`` seconds (each byte its own chunk if
+        ``chunked``) until it is all sent or the client has gone, calling ``sent`` for each."""
+        with contextlib.suppress(ConnectionError):
+            for index in range(len(data)):
+                byte = data[index : index + 1]
+                self._writer.write(b"1\r\n%s\r\n" % byte if chunked else byte)
+                await self._writer.drain()
+                sent()
+                if self._writer.is_closing():
+                    break
+                await asyncio.sleep(every)
+
     async def start_stream(
         self,
         status: int = 200,

@@ -59,7 +59,16 @@ class Reply:
 
 
 FaultKind = Literal[
-    "status", "delay", "stall", "malformed", "drop", "cut", "stream_error", "echo_key"
+    "status",
+    "delay",
+    "stall",
+    "malformed",
+    "drop",
+    "cut",
+    "stream_error",
+    "echo_key",
+    "raw",
+    "drip",
 ]
 
 ContextDialect = Literal["openai", "llama.cpp", "vllm"]
@@ -123,6 +132,14 @@ class Fault:
       ``REJECTION_DIALECTS``; the default is llama-cpp-python's HTTP 500 to
       ``response_format: json_schema``, verbatim.
 
+    - ``Fault.raw(body, content_type=None)``: a ``200 OK`` whose body is exactly the bytes
+      ``body`` (a plain request: labelled ``application/json`` unless ``content_type`` says
+      otherwise; a stream: the whole event stream, labelled ``text/event-stream``), for bytes
+      no other fault sends: not UTF-8, nested past any limit, a number of 5,000 digits...
+    - ``Fault.drip(every=0.5)``: the reply a request would get, sent one byte every ``every``
+      seconds (a plain request announces its whole length first), for as long as the client
+      keeps reading: a server that holds a call open by sending slowly.
+
     A server-wide behaviour (every request, not one scripted reply) is set on the server
     instead: ``FakeOpenAIServer(reject_response_format=...)`` (see `ResponseFormatRejection`)
     and ``FakeOpenAIServer(context_window=N)``.
@@ -137,6 +154,7 @@ class Fault:
     after_chunks: int | None = 0
     clean: bool = True
     sse_field: str = "data"
+    content_type: str | None = None
 
     @classmethod
     def status(cls, code: int, retry_after: float | None = None, body: Any = None) -> Fault:
@@ -160,6 +178,14 @@ class Fault:
                 f"unknown malformed kind {kind!r}; use one of {', '.join(MALFORMED_KINDS)}"
             )
         return cls("malformed", body=kind, after_chunks=after_chunks)
+
+    @classmethod
+    def raw(cls, body: bytes, content_type: str | None = None) -> Fault:
+        return cls("raw", status_code=200, body=bytes(body), content_type=content_type)
+
+    @classmethod
+    def drip(cls, every: float = 0.5) -> Fault:
+        return cls("drip", seconds=every)
 
     @classmethod
     def echo_key(cls, status: int = 401) -> Fault:

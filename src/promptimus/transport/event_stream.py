@@ -20,65 +20,130 @@ import json
 from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
+from promptimus.errors import EventLineTooLong
+
 if TYPE_CHECKING:
     from promptimus.transport.sdk_errors import SDKErrors
 
-__all__ = ["EventStream", "SSEDecoder"]
+__all__ = ["MAX_LINE_BYTES", "EventStream", "SSEDecoder"]
 
 _DRAIN_SECONDS = 0.1
+
+MAX_LINE_BYTES = 64 * 1024 * 1024
+"""The longest line an event stream may send (a chunk carrying a large image is a few MB)."""
 
 
 class SSEDecoder:
     """Split a byte stream into the data of its server-sent events (bytes, lines joined by LF).
 
-    Only the ``data`` field is kept: chat-completion streams carry everything in it."""
+    Only the ``data`` field is kept: chat-completion streams carry everything in it. Decoding is
+    linear in the bytes received: each byte is searched for a line end at most twice (once for
+    LF, once for CR), and a line that arrives in pieces is joined once, when it ends
+    (``scanned`` counts the bytes searched). A line longer than ``max_line`` bytes raises
+    `EventLineTooLong` as soon as it is that long."""
 
-    __slots__ = ("_data", "_rest")
+    __slots__ = ("_cr", "_data", "_parts", "_size", "max_line", "scanned")
 
-    def __init__(self) -> None:
-        self._rest = b""
+    def __init__(self, max_line: int = MAX_LINE_BYTES) -> None:
+        self.max_line = max_line
+        self.scanned = 0
+        """Bytes searched for line ends so far."""
+        self._parts: list[bytes] = []  # the pieces of the line not ended yet
+        self._size = 0  # their total length
+        self._cr = False  # the last line ended in CR: an LF right after it ends nothing
         self._data: list[bytes] = []
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """The data of every event that `chunk` completes, in order."""
-        text = self._rest + chunk if self._rest else chunk
-        carry = b""
-        if b"\r" in text:
-            if text.endswith(b"\r"):  # maybe the first half of a CRLF: wait for the next byte
-                text, carry = text[:-1], b"\r"
-            text = text.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        lines = text.split(b"\n")
-        self._rest = lines.pop() + carry
         events: list[bytes] = []
-        data = self._data
-        for line in lines:
-            if not line:
-                if data:
-                    events.append(data[0] if len(data) == 1 else b"\n".join(data))
-                    data.clear()
-            elif line.startswith(b"data:"):
-                value = line[5:]
-                data.append(value[1:] if value.startswith(b" ") else value)
-            elif line == b"data":
-                data.append(b"")
-            # comments (":...") and the event, id and retry fields: nothing a chunk needs
+        size = len(chunk)
+        start = 0
+        if self._cr and size:
+            self._cr = False
+            if chunk[0] == 0x0A:  # the LF of a CRLF split between two chunks
+                start = 1
+        lf = cr = -2  # where the next LF / CR is (-1: none left; -2: not searched yet)
+        while start < size:
+            if lf != -1 and lf < start:
+                lf = self._find(chunk, b"\n", start)
+            if cr != -1 and cr < start:
+                cr = self._find(chunk, b"\r", start)
+            end = lf if cr == -1 or -1 < lf < cr else cr
+            if end == -1:
+                break
+            self._line(self._ended(chunk[start:end]), events)
+            start = end + 1
+            if end == cr:
+                if start == size:
+                    self._cr = True
+                elif chunk[start] == 0x0A:
+                    start += 1
+        if start < size:
+            self._keep(chunk[start:] if start else chunk)
         return events
 
+    def _find(self, chunk: bytes, byte: bytes, start: int) -> int:
+        found = chunk.find(byte, start)
+        self.scanned += (len(chunk) if found == -1 else found + 1) - start
+        return found
+
+    def _keep(self, piece: bytes) -> None:
+        self._size += len(piece)
+        if self._size > self.max_line:
+            self._parts.clear()
+            raise self._too_long()
+        self._parts.append(piece)
+
+    def _ended(self, piece: bytes) -> bytes:
+        """The whole line that ``piece`` ends."""
+        if self._parts:
+            self._keep(piece)
+            piece = b"".join(self._parts)
+            self._parts.clear()
+            self._size = 0
+        elif len(piece) > self.max_line:
+            raise self._too_long()
+        return piece
+
+    def _too_long(self) -> EventLineTooLong:
+        return EventLineTooLong(
+            f"the event stream sent a line longer than {self.max_line} bytes (a page without "
+            "line ends where events should be, or a runaway event)"
+        )
+
+    def _line(self, line: bytes, events: list[bytes]) -> None:
+        data = self._data
+        if not line:
+            if data:
+                events.append(data[0] if len(data) == 1 else b"\n".join(data))
+                data.clear()
+        elif line.startswith(b"data:"):
+            value = line[5:]
+            data.append(value[1:] if value.startswith(b" ") else value)
+        elif line == b"data":
+            data.append(b"")
+        # comments (":...") and the event, id and retry fields: nothing a chunk needs
+
     def finish(self) -> list[bytes]:
-        """The data of an event that a CR at the very end of the body completed."""
-        return self.feed(b"\n") if self._rest.endswith(b"\r") else []
+        """The data of events the end of the body completes: none (a line end ends a line at
+        once, and an event left unfinished at the end of the body is dropped)."""
+        return []
 
 
 class EventStream:
     """Iterate over the JSON chunks of an event-stream response; `close` releases it.
 
-    ``response`` is the HTTP response (its status, headers and request)."""
+    ``response`` is the HTTP response (its status, headers and request); each event must arrive
+    whole within ``limit`` seconds of the one before (of the first read, for the first), else
+    the SDK's ``APITimeoutError`` (None: no limit)."""
 
-    __slots__ = ("_chunks", "_errors", "response")
+    __slots__ = ("_chunks", "_deadline", "_errors", "_limit", "response")
 
-    def __init__(self, response: Any, errors: SDKErrors) -> None:
+    def __init__(self, response: Any, errors: SDKErrors, limit: float | None = None) -> None:
         self.response = response
         self._errors = errors
+        self._limit = limit
+        self._deadline: float | None = None
         self._chunks = self._read()
 
     def __aiter__(self) -> EventStream:
@@ -94,20 +159,20 @@ class EventStream:
     async def _read(self) -> AsyncGenerator[Any, None]:
         response = self.response
         errors = self._errors
-        decoder = SSEDecoder()
+        decoder = SSEDecoder(MAX_LINE_BYTES)
         body = response.aiter_bytes()
         try:
-            async for piece in body:
+            while True:
+                piece = await self._next_piece(body)
+                if piece is None:
+                    break
                 for data in decoder.feed(piece):
                     if data.startswith(b"[DONE]"):
                         if response.http_version == "HTTP/1.1":
                             await _drain(body)
                         return
                     yield self._chunk(data)
-            for data in decoder.finish():
-                if data.startswith(b"[DONE]"):
-                    return
-                yield self._chunk(data)
+                    self._restart_clock()
         except errors.timeouts as exc:
             raise errors.APITimeoutError(request=response.request) from exc
         except errors.connection_errors as exc:
@@ -115,8 +180,28 @@ class EventStream:
         finally:
             await response.aclose()
 
+    def _restart_clock(self) -> None:
+        """An event arrived: the next one has the whole limit again."""
+        if self._limit is not None:
+            self._deadline = asyncio.get_running_loop().time() + self._limit
+
+    async def _next_piece(self, body: AsyncIterator[bytes]) -> bytes | None:
+        """The next bytes of the body (None at its end), before the event's deadline."""
+        if self._limit is None:
+            return await anext(body, None)
+        if self._deadline is None:
+            self._restart_clock()
+        assert self._deadline is not None
+        try:
+            async with asyncio.timeout_at(self._deadline) as scope:
+                return await anext(body, None)
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            raise self._errors.APITimeoutError(request=self.response.request) from None
+
     def _chunk(self, data: bytes) -> Any:
-        chunk = json.loads(data)
+        chunk = json.loads(data)  # what it raises is named by the retry layer
         if isinstance(chunk, dict) and chunk.get("error"):
             raise self._errors.stream_error(chunk["error"], self.response.request)
         return chunk

@@ -31,7 +31,8 @@ class OpenAIClientFactory:
     needed; a missing key raises ``ProviderConfigError`` naming that variable, unless
     ``key_required`` is False (a local server that takes no key): the client then holds the
     placeholder `NO_KEY`, which the SDK requires and requests must not send. The key is never
-    shown by ``repr``.
+    shown by ``repr``. ``timeout`` bounds each read of the HTTP client and, as a total deadline,
+    each whole request (see `promptimus.transport.openai_wire`).
     """
 
     __slots__ = (
@@ -109,7 +110,11 @@ class OpenAIClientFactory:
         direct = isinstance(key, str) and self.client_kwargs.keys() <= STATIC_CLIENT_OPTIONS
         sent = self.key_required or self._find_key() is not None  # not the placeholder
         return OpenAIConnection(
-            AsyncOpenAI(**kwargs), kwargs["http_client"], direct=direct, send_key=sent
+            AsyncOpenAI(**kwargs),
+            kwargs["http_client"],
+            direct=direct,
+            send_key=sent,
+            timeout=self.timeout,
         )
 
     def connection(self) -> OpenAIConnection:

@@ -22,10 +22,18 @@ SDK's own client, in one of two ways:
 Either way errors are the SDK's: a non-2xx status raises the SDK's status error for it (built by
 the client, as ``create`` would), a timeout ``APITimeoutError``, any other transport failure
 ``APIConnectionError``. ``extra_body`` is merged into the body (its keys win), as the SDK does.
+
+The HTTP client's timeout bounds each read, so a server that sends a byte now and then holds a
+request as long as it likes. `OpenAIConnection` also holds a total deadline (``timeout``, or a
+call's own ``timeout`` when it is a number): a plain request that has not been answered in
+full by then, or a stream that sends no whole event for that long (its opening included),
+raises the SDK's ``APITimeoutError`` as a read that times out does, on both ways of sending;
+the retry layer names a timeout it gives up on `ProviderTimeout`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import json
@@ -35,6 +43,7 @@ from dataclasses import dataclass
 from datetime import date
 from typing import TYPE_CHECKING, Any, cast
 
+from promptimus.transport import json_reply
 from promptimus.transport.event_stream import EventStream
 from promptimus.transport.sdk_errors import SDKErrors
 
@@ -45,6 +54,7 @@ __all__ = [
     "STATIC_CLIENT_OPTIONS",
     "TRANSPORT_OPTIONS",
     "OpenAIConnection",
+    "deadline",
     "dumps",
     "response_body",
     "unknown_options",
@@ -113,14 +123,24 @@ def response_body(response: Any) -> Any:
     """The decoded body of a raw (httpx) chat-completion response, read as the SDK would read it:
     JSON, or the text of a body that is not JSON and not labelled as JSON (an HTML error page),
     which `completion_to_message` then names. Reading the JSON ourselves skips building the SDK's
-    response objects, which `completion_to_message` would only turn back into this JSON."""
+    response objects, which `completion_to_message` would only turn back into this JSON. JSON that
+    cannot be read (not UTF-8, nested too deeply, a number too long) raises what ``json.loads``
+    raised, as the SDK does: `promptimus.transport.json_reply` names it."""
     content_type = response.headers.get("content-type", "").split(";", 1)[0].strip()
     try:
         return json.loads(response.content)
-    except ValueError:
-        if content_type.endswith("json"):
-            raise  # a JSONDecodeError: the retry layer names it a malformed reply
+    except ValueError as exc:
+        if content_type.endswith("json") or not json_reply.not_json(exc):
+            raise  # as the SDK raises it: the retry layer names it a malformed reply
         return response.text
+
+
+def deadline(timeout: Any) -> float | None:
+    """The total deadline (seconds) a ``timeout`` option stands for: a positive finite number
+    (an ``httpx.Timeout`` object, None, NaN or inf: none)."""
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        return None
+    return float(timeout) if 0 < timeout < float("inf") else None
 
 
 def _http_module(http_client: Any) -> Any:
@@ -159,17 +179,26 @@ class OpenAIConnection:
         "_templates",
         "auth_options",
         "client",
+        "deadline",
         "direct",
         "errors",
         "http",
     )
 
     def __init__(
-        self, client: AsyncOpenAI, http: Any, *, direct: bool, send_key: bool = True
+        self,
+        client: AsyncOpenAI,
+        http: Any,
+        *,
+        direct: bool,
+        send_key: bool = True,
+        timeout: float | None = None,
     ) -> None:
         import openai
 
         self.client = client
+        self.deadline = deadline(timeout)
+        """Seconds a whole request may take (a stream: each event), or None."""
         self.auth_options: dict[str, Any] = (
             {} if send_key else {"headers": {"Authorization": openai.Omit()}}
         )
@@ -212,7 +241,37 @@ class OpenAIConnection:
     ) -> Any:
         """Send ``body`` as it is (every key a body field) to ``path`` with the SDK's request
         ``options`` (``headers``, ``params``, ``timeout``); the response, read unless
-        ``stream``."""
+        ``stream``. The whole request (a stream: up to its headers) is bounded by the total
+        deadline, or the call's own ``timeout``."""
+        limit = self.deadline
+        if options is not None and "timeout" in options:
+            limit = deadline(options["timeout"])
+        return await self.within(limit, self._post_body(path, body, options, stream))
+
+    async def within(self, limit: float | None, work: Any) -> Any:
+        """Await ``work`` within ``limit`` seconds (None: no limit); past it, the SDK's
+        ``APITimeoutError``, as a read that times out raises (the retry layer names a timeout
+        it gives up on `ProviderTimeout`)."""
+        if limit is None:
+            return await work
+        try:
+            async with asyncio.timeout(limit) as scope:
+                return await work
+        except TimeoutError:
+            if not scope.expired():
+                raise
+            request = self._request("POST", self.client.base_url)
+            raise self.errors.APITimeoutError(request=request) from None
+
+    def limit_of(self, params: dict[str, Any]) -> float | None:
+        """The total deadline of a call given ``params`` (its own ``timeout``, else ours)."""
+        if "timeout" in params and not isinstance(params["timeout"], self._skipped):
+            return deadline(params["timeout"])
+        return self.deadline
+
+    async def _post_body(
+        self, path: str, body: dict[str, Any], options: dict[str, Any] | None, stream: bool
+    ) -> Any:
         if options is None:
             template = self._templates.get(path)
             if template is not None:
@@ -239,8 +298,9 @@ class OpenAIConnection:
         """The paths whose requests now go out directly (the SDK built one for each)."""
         return frozenset(self._templates)
 
-    def event_stream(self, response: Any) -> EventStream:
-        return EventStream(response, self.errors)
+    def event_stream(self, response: Any, limit: float | None = None) -> EventStream:
+        """The events of a streamed ``response``; each must arrive whole within ``limit``."""
+        return EventStream(response, self.errors, limit)
 
     def _has_skipped(self, params: dict[str, Any]) -> bool:
         skipped = self._skipped

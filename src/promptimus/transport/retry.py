@@ -23,11 +23,13 @@ from promptimus.errors import (
     EmptyReply,
     MalformedReply,
     ProviderResponseError,
+    ProviderTimeout,
     ProviderUnavailable,
     RequestRejected,
     RetryBudgetExhausted,
 )
 from promptimus.observe.provider_calls import report_call_event
+from promptimus.transport import json_reply
 from promptimus.transport.error_body import (
     context_overflow,
     is_request_error_body,
@@ -67,6 +69,8 @@ class Failure:
     max_retries: int | None = None
     """At most this many retries for failures of this kind in one call, whatever the budget
     (a malformed reply is retried once: a glitch may pass, a wrong endpoint will not)."""
+    timeout: bool = False
+    """The request timed out (no answer, or not all of it, within its timeout)."""
 
 
 def parse_retry_after(headers: Any) -> float | None:
@@ -127,11 +131,12 @@ MALFORMED_RETRIES = 1
 
 
 def _malformed(exc: BaseException) -> MalformedReply | None:
-    """The `MalformedReply` that ``exc`` is or stands for (a body that is not JSON), or None."""
+    """The `MalformedReply` that ``exc`` is or stands for (a body that is not JSON, or JSON that
+    cannot be read), or None."""
     if isinstance(exc, MalformedReply):
         return exc
-    if type(exc).__name__ == "JSONDecodeError":
-        return MalformedReply(f"the body is not valid JSON ({exc})")
+    if json_reply.undecodable(exc):
+        return json_reply.unreadable(exc)
     openai = sys.modules.get("openai")
     if openai is not None and isinstance(exc, openai.APIResponseValidationError):
         return MalformedReply(f"the body does not fit the API's schema ({exc.message})")
@@ -165,8 +170,9 @@ def classify(exc: BaseException) -> Failure | None:
             retryable = status in RETRYABLE_STATUSES or status >= 500
         return Failure(retryable, reason, status, parse_retry_after(headers), message, body)
     if _is_transport_error(exc):
-        kind = "timeout" if "timeout" in type(exc).__name__.lower() else "connection error"
-        return Failure(True, f"{kind} ({type(exc).__name__}: {exc})")
+        timeout = isinstance(exc, TimeoutError) or "timeout" in type(exc).__name__.lower()
+        kind = "timeout" if timeout else "connection error"
+        return Failure(True, f"{kind} ({type(exc).__name__}: {exc})", timeout=timeout)
     for name, base in _SDKS.items():
         sdk = sys.modules.get(name)
         if sdk is not None and isinstance(exc, getattr(sdk, base)):
@@ -224,6 +230,12 @@ class RetryPolicy:
         if malformed is not None:
             return malformed.located(context, redact_secrets(malformed.problem, redact))
         reason = redact_secrets(failure.reason, redact)
+        if failure.timeout:
+            return ProviderTimeout(
+                f"{context} timed out ({reason}): timeout=... bounds each whole request (a "
+                "stream: each event), however slowly the server sends. Raise it for a slow "
+                "server or a long answer; check that the server is healthy."
+            )
         if failure.retryable:
             return ProviderUnavailable(
                 f"{context} failed: {reason}. Check that the server is reachable and healthy."
@@ -290,12 +302,7 @@ class RetryPolicy:
                     error = self.translate(exc, failure, context=context, redact=redact)
                     raise chained(error, exc, redact) from exc
                 if attempt == attempts:
-                    reason = redact_secrets(failure.reason, redact)
-                    exhausted = RetryBudgetExhausted(
-                        f"{context} failed after {attempts} attempt{'s' * (attempts > 1)}; "
-                        f"last error: {reason}. The server is overloaded or unreachable: "
-                        "try again later, lower the request rate, or raise max_retries."
-                    )
+                    exhausted = _exhausted(failure, attempts, context, redact)
                     raise chained(exhausted, exc, redact) from exc
                 capped_retries += capped
                 delay = self.delay_for(failure, attempt - 1)
@@ -313,6 +320,24 @@ class RetryPolicy:
                 )
                 await self.sleep(delay)
         raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _exhausted(
+    failure: Failure, attempts: int, context: str, redact: Iterable[str]
+) -> RetryBudgetExhausted:
+    """The error for a retryable failure on the last attempt the budget allows."""
+    reason = redact_secrets(failure.reason, redact)
+    tried = f"{attempts} attempt{'s' * (attempts > 1)}"
+    if failure.timeout:
+        return ProviderTimeout(
+            f"{context} timed out ({tried}; last error: {reason}): timeout=... bounds each whole "
+            "request (a stream: each event), however slowly the server sends. Raise it for a "
+            "slow server or a long answer, or check that the server is healthy."
+        )
+    return RetryBudgetExhausted(
+        f"{context} failed after {tried}; last error: {reason}. The server is overloaded or "
+        "unreachable: try again later, lower the request rate, or raise max_retries."
+    )
 
 
 def chained(error: BaseException, cause: BaseException, secrets: Iterable[str]) -> BaseException:

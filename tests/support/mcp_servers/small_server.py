@@ -15,6 +15,7 @@ import sys
 import zlib
 
 from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp_types import ToolAnnotations
 
 server = MCPServer("small")
@@ -171,6 +172,31 @@ def tally_then_die_once(path: str) -> str:
         sys.stderr.flush()
         os._exit(1)
     return f"ran {runs} times"
+
+
+@server.tool()
+def answer_error(code: int, message: str, path: str) -> str:
+    """Append one line to the file at `path` (counting runs), then answer the call with the
+    JSON-RPC error `code` / `message`: a server's own error reply, whatever it says."""
+    with open(path, "a", encoding="utf-8") as tally:
+        tally.write("ran\n")
+    raise MCPError(code=code, message=message)
+
+
+@server.tool()
+async def drop_tool(ctx: Context, name: str) -> str:
+    """Remove the tool `name` and tell the client its tool list changed."""
+    server.remove_tool(name)
+    await ctx.session.send_tool_list_changed()
+    return f"dropped {name}"
+
+
+@server.tool()
+async def announce_changes(ctx: Context, times: int) -> str:
+    """Tell the client `times` times that the tool list changed (it did not)."""
+    for _ in range(times):
+        await ctx.session.send_tool_list_changed()
+    return f"announced {times} times"
 
 
 if __name__ == "__main__":
