@@ -143,6 +143,15 @@ def picky(example: Example, output: Message) -> Score:
     return metric(example, output)
 
 
+class Refusing(Task):
+    """The task, which raises on one word: a module error is that row's error."""
+
+    async def forward(self, text: str) -> Message:
+        if text == "raise":
+            raise ValueError("no such word")
+        return await super().forward(text)
+
+
 def attach_judge(judge: Module) -> Module:
     return judge.with_llm(pm.llms.resolve("openai:judge"))
 
@@ -150,10 +159,10 @@ def attach_judge(judge: Module) -> Module:
 async def test_reports_equal_in_process_ones_and_workers_keep_their_module(
     srv: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 12 words, an example the module raises on (no `text` input), one the metric raises on
-    data = [*dataset(), Example({"txt": "oops"}, "OOPS"), Example({"text": "unscorable"}, "X")]
+    # 12 words, an example the module raises on, one the metric raises on
+    data = [*dataset(), Example({"text": "raise"}, "RAISE"), Example({"text": "unscorable"}, "X")]
     judge = LLMJudge("Full marks for an answer in uppercase.")
-    task = Task(llm(srv, "student"))
+    task = Refusing(llm(srv, "student"))
     local = await evaluate(task, data, picky, progress=False)
     local_judged = await evaluate(task, data[:4], judge.with_llm(llm(srv, "judge")), progress=False)
     task.instr.prompt.value = GOOD
@@ -176,7 +185,7 @@ async def test_reports_equal_in_process_ones_and_workers_keep_their_module(
 
     assert rows_of(remote) == rows_of(local) and remote.score == local.score == 4 / 14
     assert [row.error for row in remote.errors] == [
-        "TypeError: Task.forward() got an unexpected keyword argument 'txt'",
+        "ValueError: no such word",
         "metric: ValueError: cannot score this one",
     ]
     assert rows_of(remote_good) == rows_of(local_good) and remote_good.score == 12 / 14
