@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from locations import SUPPORT
-from optim_task import BASELINE, GOOD, PARTIAL, Task, dataset, fence, metric
+from optim_task import BASELINE, GOOD, PARTIAL, Task, dataset, fence, make_student, metric
 
 import promptimus as pm
 from promptimus import Module
@@ -397,7 +397,7 @@ async def test_without_ray_installed_the_runner_says_what_to_install(
     monkeypatch.setitem(sys.modules, "ray", None)
     runner = RayRunner(num_workers=1)
     with pytest.raises(OptionalDependencyMissing, match=r"pip install 'promptimus\[ray\]'"):
-        await evaluate(Task(llm), [Example({"text": "a"}, "A")], metric, runner=runner)
+        await evaluate(Task(make_student()), [Example({"text": "a"}, "A")], metric, runner=runner)
 
 
 async def test_workers_that_die_while_starting_are_reported_at_once_with_their_error(
