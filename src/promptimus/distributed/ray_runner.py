@@ -151,8 +151,11 @@ class RayRunner:
       batch's examples at once.
     - `num_cpus_per_worker`, `runtime_env`: passed to Ray for each worker (a `runtime_env` with
       a `working_dir` or `pip` list brings your code and packages to the cluster's machines).
+      On a local cluster the workers run this interpreter (`sys.executable`) unless a
+      `runtime_env` names another (`py_executable`, `pip`, `uv`, `conda`, a container).
     - `max_attempts`: times a batch may lose its worker before the run stops (`WorkerLost`).
-    - `start_timeout`: seconds to wait for workers to start and take the module.
+    - `start_timeout`: seconds to wait for joining the cluster, and for workers to start and
+      take the module (a worker process that dies while starting is reported at once).
 
     `restarts` counts the workers started again after one died. Use it with `with` (or call
     `close()`) to stop the workers; they also stop with the driver.
