@@ -205,7 +205,7 @@ def test_run_with_the_fake_model_answers_offline(work: Path) -> None:
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("[OFFLINE fake model] You said: 'Hello there'.")
         # the run's summary, as `print(result)` shows it, goes to stderr: stdout stays the answer
-        assert result.stderr.startswith("[completed: 1 step, 0 tool calls, "), result.stderr
+        assert result.stderr.startswith("[completed: 2 steps, 1 tool call, "), result.stderr
         assert result.stderr.count("\n") == 1 and " tokens (" in result.stderr
 
 
