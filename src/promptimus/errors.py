@@ -779,10 +779,6 @@ class SessionStoreAuthenticationFailed(SessionStoreUnavailable):
     """The store's server refused the user name or password; retrying would not help."""
 
 
-# Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.
-__getattr__ = compat_names(__name__)
-
-
 # --- wire: replies and deadlines -----------------------------------------------------------------
 
 
@@ -807,3 +803,30 @@ class ErrorInReply(MalformedReply):
 class EventLineTooLong(MalformedReply):
     """A server-sent event stream sent a line longer than the decoder takes (a proxy's page
     without newlines, a runaway event): the stream is not read further."""
+
+
+# --- what a new user meets first: requests, inputs, models, workers -------------------------------
+
+
+class InvalidAgentRequest(InvalidArgument, TypeError):
+    """An agent was asked something that is not text, a `Message` or a list of Messages (a
+    number, a dict of fields); nothing was sent."""
+
+
+class ExampleInputsMismatch(DatasetError, TypeError):
+    """An example's inputs do not fit the module's `forward` (a missing required argument, or
+    one it does not take); found before any call is made."""
+
+
+class NotAModel(InvalidArgument, TypeError):
+    """`with_llm` was given something that is neither a model (an object with `achat`) nor a
+    model string such as ``"openai:gpt-4o-mini"``."""
+
+
+class WorkersFailedToStart(WorkerSetupFailed):
+    """Ray's worker processes died while starting (a missing package, a wrong interpreter); the
+    message quotes the error of one of them."""
+
+
+# Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.
+__getattr__ = compat_names(__name__)

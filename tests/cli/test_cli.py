@@ -205,7 +205,7 @@ def test_run_with_the_fake_model_answers_offline(work: Path) -> None:
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("[OFFLINE fake model] You said: 'Hello there'.")
         # the run's summary, as `print(result)` shows it, goes to stderr: stdout stays the answer
-        assert result.stderr.startswith("[completed: 1 step, 0 tool calls, "), result.stderr
+        assert result.stderr.startswith("[completed: 2 steps, 1 tool call, "), result.stderr
         assert result.stderr.count("\n") == 1 and " tokens (" in result.stderr
 
 
@@ -225,7 +225,10 @@ def test_run_stream_prints_the_answer_as_it_arrives(work: Path) -> None:
         "run", "targets.py:agent", "--model", "fake", "--stream", "streamed please", cwd=work
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.startswith("[OFFLINE fake model] You said: 'streamed please'.")
+    called, answered = result.stdout.split("<- add: 2\n")
+    assert called.startswith("[OFFLINE fake model] Calling the tool 'add'")
+    assert '-> add({"a": 1, "b": 1})' in called
+    assert answered.startswith("[OFFLINE fake model] You said: 'streamed please'.")
     # a module without events still answers, and says why it did not stream
     plain = promptimus("run", "targets.py:Echo", "--stream", "x", cwd=work)
     assert plain.stdout == "plain: x\n"
@@ -237,7 +240,8 @@ def test_run_json_prints_the_run_record(work: Path) -> None:
     assert result.returncode == 0, result.stderr
     record = json.loads(result.stdout)
     assert record["output"]["content"].startswith("[OFFLINE fake model]")
-    assert len(record["steps"]) == 1
+    assert len(record["steps"]) == 2  # the fake model calls the agent's tool, then answers
+    assert [call["name"] for call in record["steps"][0]["tool_calls"]] == ["add"]
     assert record["steps"][0]["request"][-1] == {"role": "user", "content": "hi"} | {
         k: v for k, v in record["steps"][0]["request"][-1].items() if k not in ("role", "content")
     }
@@ -262,7 +266,7 @@ def test_run_reports_each_bad_input_without_a_traceback(work: Path) -> None:
     fails(run("targets.py:Echo", "--load", "other.toml"), "unknown_key")
     fails(run("targets.py:agent", "--model", "nosuch:model"), "Unknown provider 'nosuch'")
     fails(run("targets.py:agent", "--model", "openai:gpt-4o-mini"), "OPENAI_API_KEY")
-    fails(run("targets.py:agent"), "needs an LLM")
+    fails(run("targets.py:agent"), "needs an LLM", "pass --model MODEL", "--model fake")
     fails(run("targets.py:Crashing"), "the run failed: RuntimeError: forward exploded")
     (work / "syntax.py").write_text("def broken(:\n")
     fails(run("syntax.py:x"), "Importing syntax.py failed: SyntaxError")
@@ -276,8 +280,10 @@ def test_chat_keeps_memory_resets_saves_and_exits(work: Path) -> None:
     result = promptimus("chat", "targets.py:agent", "--model", "fake", cwd=work, stdin=turns)
     assert result.returncode == 0, result.stderr
     answers = [line for line in result.stdout.splitlines() if line.startswith("[OFFLINE")]
-    # system + user, then the first exchange remembered, then a fresh conversation
-    assert [a.split("I saw ")[1].split(" ")[0] for a in answers] == ["2", "4", "2"]
+    # system + user + the tool call and its result, then the first exchange (4 messages)
+    # remembered, then a fresh conversation
+    answers = [a for a in answers if "You said" in a]
+    assert [a.split("I saw ")[1].split(" ")[0] for a in answers] == ["4", "8", "4"]
     assert "'third'" in answers[2] and "never answered" not in result.stdout
     assert "(memory cleared)" in result.stdout
     assert "unknown command /undo" in result.stderr and "/undo" not in result.stdout
@@ -422,3 +428,53 @@ def test_a_folder_before_the_colon_is_named_a_folder(work: Path) -> None:
     fails_in_one_line(
         promptimus("run", "adir:obj", "hi", cwd=work), "adir is a folder", "file.py:object"
     )
+
+
+# --------------------------------------------------------------- the flags in the hints, tools
+
+
+REACT_TARGET = """
+from promptimus.agents import ToolCallingAgent
+
+
+def shout(text: str, times: int = 2) -> str:
+    \"\"\"Repeat the text in capitals.\"\"\"
+    return text.upper() * times
+
+
+agent = ToolCallingAgent("You shout.", [shout])
+"""
+
+
+def test_the_fake_model_calls_the_modules_tools_in_both_protocols(work: Path) -> None:
+    (work / "react.py").write_text(REACT_TARGET)
+    native = promptimus("run", "targets.py:agent", "--model", "fake", "--json", "hi", cwd=work)
+    react = promptimus("run", "react.py:agent", "--model", "fake", "--json", "hey", cwd=work)
+    for result, name, arguments, returned in (
+        (native, "add", {"a": 1, "b": 1}, "2"),
+        (react, "shout", {"text": "hey"}, "HEYHEY"),
+    ):
+        assert result.returncode == 0, result.stderr
+        record = json.loads(result.stdout)
+        calls = record["steps"][0]["tool_calls"]
+        assert [(c["name"], json.loads(c["arguments"]), c["result"]) for c in calls] == [
+            (name, arguments, returned)
+        ]
+        assert record["output"]["content"].startswith("[OFFLINE fake model]")
+        assert record["output"]["content"].endswith(f"The tool returned: {returned}")
+
+
+def test_hints_name_the_command_lines_flags_not_python_calls(work: Path) -> None:
+    (work / "other.toml").write_text('unknown_key = 1\nprefix = """\nloaded\n"""\n')
+    mismatch = promptimus("run", "targets.py:Echo", "--load", "other.toml", "hi", cwd=work)
+    fails(mismatch, "unknown keys", "Pass --partial to load the matching keys")
+    no_model = promptimus("run", "targets.py:agent", "hi", cwd=work)
+    fails(no_model, "pass --model MODEL")
+    in_chat = promptimus("chat", "targets.py:agent", cwd=work, stdin="hi\nagain\n")
+    fails(in_chat, "pass --model MODEL")
+    for result in (mismatch, no_model, in_chat):
+        assert "strict=False" not in result.stderr and ".with_llm" not in result.stderr
+    partial = promptimus(
+        "run", "targets.py:Echo", "--load", "other.toml", "--partial", "hi", cwd=work
+    )
+    assert (partial.returncode, partial.stdout) == (0, "loaded: hi\n"), partial.stderr

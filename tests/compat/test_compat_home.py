@@ -71,7 +71,7 @@ OLDER_FORMS: dict[str, Callable[[], Any]] = {
     "RAGModule stores first": lambda: RAGModule(STORE),
     "RAGModule n_results": lambda: RAGModule(n_results=2),
     "RetrievalModule n_results": lambda: RetrievalModule(n_results=2),
-    "Module.with_provider": lambda: pm.modules.MemoryModule().with_provider(object()),
+    "Module.with_provider": lambda: pm.modules.MemoryModule().with_provider(pm.llms.DummyLLM()),
     "ModuleDict.objects_map": lambda: pm.ModuleDict().objects_map,
     "from_buffer mimetype": lambda: pm.ImageContent.from_buffer(b"x", mimetype="image/gif"),
     "errors.ProviderRetryExceded": lambda: pm.errors.ProviderRetryExceded,

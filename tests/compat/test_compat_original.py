@@ -200,6 +200,8 @@ def test_every_public_name_of_the_original_imports(module_name: str) -> None:
         ("promptimus.errors", "InvalidToolConfig", "promptimus.errors.ToolError"),
         ("promptimus.errors", "RefResolutionError", "promptimus.errors.CheckpointReferenceError"),
         ("promptimus.llms.base", "ProviderProtocol", "promptimus.llms.base.LLMProtocol"),
+        ("promptimus.llms", "DummyLLm", "promptimus.llms.DummyLLM"),
+        ("promptimus.llms.dummy", "DummyLLm", "promptimus.llms.dummy.DummyLLM"),
         ("promptimus.core.module", "ModuleDict", "promptimus.core.ModuleDict"),
         ("promptimus.modules.tool", "Tool", "promptimus.tools.Tool"),
         ("promptimus.modules.tool", "ToolCallingAgent", "promptimus.agents.ToolCallingAgent"),

@@ -47,7 +47,7 @@ class Agent(Module):
 
 def fake(label: str) -> Any:
     """Providers are duck-typed: any object will do for resolution tests."""
-    return type(label, (), {"__repr__": lambda self: label})()
+    return type(label, (), {"__repr__": lambda self: label, "achat": lambda self, history: None})()
 
 
 # ---------------------------------------------------------------------------------- paths

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 from locations import SUPPORT
-from optim_task import BASELINE, GOOD, PARTIAL, Task, dataset, fence, metric
+from optim_task import BASELINE, GOOD, PARTIAL, Task, dataset, fence, make_student, metric
 
 import promptimus as pm
 from promptimus import Module
@@ -35,6 +35,7 @@ from promptimus.errors import (
     OptionalDependencyMissing,
     WorkerLost,
     WorkerSetupFailed,
+    WorkersFailedToStart,
 )
 from promptimus.evals import CallCounter, EvalReport, Example, LLMJudge, Score, evaluate
 from promptimus.llms.openai import OpenAILike
@@ -143,6 +144,15 @@ def picky(example: Example, output: Message) -> Score:
     return metric(example, output)
 
 
+class Refusing(Task):
+    """The task, which raises on one word: a module error is that row's error."""
+
+    async def forward(self, text: str) -> Message:
+        if text == "raise":
+            raise ValueError("no such word")
+        return await super().forward(text)
+
+
 def attach_judge(judge: Module) -> Module:
     return judge.with_llm(pm.llms.resolve("openai:judge"))
 
@@ -150,10 +160,10 @@ def attach_judge(judge: Module) -> Module:
 async def test_reports_equal_in_process_ones_and_workers_keep_their_module(
     srv: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # 12 words, an example the module raises on (no `text` input), one the metric raises on
-    data = [*dataset(), Example({"txt": "oops"}, "OOPS"), Example({"text": "unscorable"}, "X")]
+    # 12 words, an example the module raises on, one the metric raises on
+    data = [*dataset(), Example({"text": "raise"}, "RAISE"), Example({"text": "unscorable"}, "X")]
     judge = LLMJudge("Full marks for an answer in uppercase.")
-    task = Task(llm(srv, "student"))
+    task = Refusing(llm(srv, "student"))
     local = await evaluate(task, data, picky, progress=False)
     local_judged = await evaluate(task, data[:4], judge.with_llm(llm(srv, "judge")), progress=False)
     task.instr.prompt.value = GOOD
@@ -176,7 +186,7 @@ async def test_reports_equal_in_process_ones_and_workers_keep_their_module(
 
     assert rows_of(remote) == rows_of(local) and remote.score == local.score == 4 / 14
     assert [row.error for row in remote.errors] == [
-        "TypeError: Task.forward() got an unexpected keyword argument 'txt'",
+        "ValueError: no such word",
         "metric: ValueError: cannot score this one",
     ]
     assert rows_of(remote_good) == rows_of(local_good) and remote_good.score == 12 / 14
@@ -387,4 +397,80 @@ async def test_without_ray_installed_the_runner_says_what_to_install(
     monkeypatch.setitem(sys.modules, "ray", None)
     runner = RayRunner(num_workers=1)
     with pytest.raises(OptionalDependencyMissing, match=r"pip install 'promptimus\[ray\]'"):
-        await evaluate(Task(llm), [Example({"text": "a"}, "A")], metric, runner=runner)
+        await evaluate(Task(make_student()), [Example({"text": "a"}, "A")], metric, runner=runner)
+
+
+async def test_workers_that_die_while_starting_are_reported_at_once_with_their_error(
+    srv: FakeOpenAIServer,
+) -> None:
+    # an interpreter that cannot import what a worker needs, as under a wrong environment
+    broken = f"{sys.executable} -c 'import no_such_package_on_the_workers'"
+    counter = CallCounter(100)
+    runner = RayRunner(
+        num_workers=1, setup=attach, runtime_env={"py_executable": broken}, start_timeout=240
+    )
+    with runner, pytest.raises(WorkersFailedToStart) as raised:
+        await evaluate(Task(llm(srv, "student")), dataset(), metric, runner=runner, counter=counter)
+    message = str(raised.value)
+    assert "died while starting" in message  # not "did not start within 240 s"
+    assert "No module named 'no_such_package_on_the_workers'" in message
+    assert repr(broken) in message  # the interpreter the workers ran
+    assert counter.calls == 0 and srv.chat.requests == []
+
+
+UV_DRIVER = """
+import asyncio, json, sys
+from promptimus import Module
+from promptimus.distributed import RayRunner
+from promptimus.evals import Example, evaluate
+
+class Shout(Module):
+    async def forward(self, text):
+        return text.upper()
+
+async def main():
+    data = [Example({"text": w}, w.upper()) for w in ("a", "bc")]
+    with RayRunner(address=sys.argv[1], num_workers=1, start_timeout=180) as runner:
+        report = await evaluate(Shout(), data, lambda e, o: float(o == e.expected),
+                                runner=runner, progress=False)
+    print(json.dumps({"score": report.score, "errors": [r.error for r in report.rows]}))
+
+asyncio.run(main())
+"""
+
+
+def test_a_driver_started_by_uv_run_gets_workers_on_its_own_interpreter(
+    cluster: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    """Started by `uv run`, Ray's uv hook would start each worker by `uv run` in a copy of the
+    project, whose new environment lacks ray: the workers must use the driver's interpreter."""
+    import ray
+
+    uv = shutil.which("uv")
+    assert uv is not None, "the suite runs under uv; uv must be on PATH"
+    project = tmp_path / "app"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "app"\nversion = "0"\nrequires-python = ">=3.11"\ndependencies = []\n',
+        encoding="utf-8",
+    )
+    (project / ".gitignore").write_text(".venv\n", encoding="utf-8")
+    (project / ".venv").symlink_to(sys.prefix)  # the driver's environment: ray installed
+    (project / "driver.py").write_text(UV_DRIVER, encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    env.pop("RAY_ENABLE_UV_RUN_RUNTIME_ENV", None)  # Ray's uv hook on, as for a user
+    env["UV_OFFLINE"] = "1"
+    address = ray.get_runtime_context().gcs_address
+    done = subprocess.run(
+        [uv, "run", "--no-sync", "python", "driver.py", address],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == {
+        "score": 1.0,
+        "errors": [None, None],
+    }

@@ -30,11 +30,12 @@ from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ..argument_checks import non_negative_int, positive_int
 from ..core import Module, ModuleDict, ModuleList
 from ..core.hooks import RemovableHandle
 from ..dto import Message, MessageRole
 from ..dto.run_record import RunRecord, ToolCallRecord
-from ..errors import ApprovalRequired, InvalidArgument, SubAgentPaused
+from ..errors import ApprovalRequired, InvalidAgentRequest, InvalidArgument, SubAgentPaused
 from ..guardrails.guardrail import Guardrail
 from ..guardrails.screen import checked_guardrails
 from ..modules.memory import Memory, MemoryModule
@@ -122,9 +123,9 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
         guardrails: Iterable[Guardrail] | None = None,
     ) -> None:
         super().__init__()
-        if max_steps < 1:
-            raise InvalidArgument(f"max_steps must be >= 1, got {max_steps}.")
-        self.max_steps = max_steps
+        # a step limit that NaN, inf or a string slips past bounds nothing: a paid loop
+        self.max_steps = positive_int(max_steps, "max_steps")
+        memory_size = non_negative_int(memory_size, "memory_size")
         self.tool_timeout = check_timeout(tool_timeout, "tool_timeout")
         self.max_nesting = check_max_nesting(max_nesting)
         self._tool_slots = ToolSlots(check_tool_limit(max_tool_concurrency, "max_tool_concurrency"))
@@ -313,6 +314,8 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
         """One run (`forward`, a resumed `run`, `stream` with `emit`), as deep in the nesting
         of agent runs as it is, its record the current one; the output, or `ApprovalRequired`
         for a run that paused."""
+        if plan is None:
+            self._check_request(request)
         if record is None:
             record = RunRecord()
         with nested_run(self._where(), self.max_nesting), recording(record):
@@ -320,6 +323,24 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
         if isinstance(outcome, NeedsApproval):
             raise paused_error(self, outcome)
         return record.output
+
+    def _check_request(self, request: Any) -> None:
+        """Refuse, before anything runs, a request that is not text, a `Message` or a list of
+        them (a number, a dict of fields)."""
+        if isinstance(request, str | Message):
+            return
+        if isinstance(request, list | tuple) and all(isinstance(m, Message) for m in request):
+            return
+        if isinstance(request, list | tuple):
+            kinds = sorted({type(m).__name__ for m in request if not isinstance(m, Message)})
+            got = f"a {type(request).__name__} holding {', '.join(kinds)}"
+        else:
+            got = f"{type(request).__name__} {request!r:.60}"
+        raise InvalidAgentRequest(
+            f"{self._where()} takes its request as text, a Message or a list of Messages; got "
+            f"{got}. Pass fields as text (str(...), json.dumps(...)), or as keyword arguments "
+            "that fill the system prompt's template."
+        )
 
     def _own_pause(self, paused: ApprovalRequired) -> RunResult[Any] | None:
         """The paused result of a run of this agent, None for a pause from elsewhere."""

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from .._compat_seam import compat_calls
 from ..core import Module
 from ..dto import Message, MessageRole
 from ..dto.run_record import ToolCallRecord
@@ -57,6 +58,10 @@ OBSERVATION_TEMPLATE = "Observation: {output}"
 class ToolCallingAgent(BaseAgent[Message]):
     """A ReACT agent. `forward` returns the answer as an assistant `Message`.
 
+    Its arguments come in `OpenaiToolCallingAgent`'s order, `(prompt, tools, max_steps, ...)`,
+    so the two swap freely; the tools-first order `(tools, max_steps, memory_size, prompt, ...)`
+    of earlier versions is taken too.
+
     `prompt` (default `DEFAULT_PROMPT`) is a template with `{tool_desc}` and `{tool_names}`; a
     template without `{tool_desc}` gets the ReACT instructions appended. A callable
     `(ctx: RunContext) -> str` is computed before every LLM call and followed by the
@@ -68,12 +73,13 @@ class ToolCallingAgent(BaseAgent[Message]):
     without a `tool_call_id` (the OpenAI API rejects that).
     """
 
+    @compat_calls("agents:react_agent_arguments")
     def __init__(
         self,
-        tools: Iterable[Tool | Module | Callable[..., Any]],
+        prompt: str | Callable[..., Any] | None = None,
+        tools: Iterable[Tool | Module | Callable[..., Any]] = (),
         max_steps: int = 5,
         memory_size: int = 20,
-        prompt: str | Callable[..., Any] | None = None,
         observation_role: MessageRole | str = MessageRole.USER,
         shared_memory: Memory | None = None,
         *,

@@ -10,7 +10,8 @@ from typing import TextIO
 
 from ..core.module import Module
 from ..core.session import Session
-from ..errors import PromptimusError, ProviderConfigError
+from ..errors import PromptimusError, ProviderConfigError, ProviderNotSet
+from .hints import command_line_message
 from .run import run_once
 from .style import Style
 
@@ -68,8 +69,8 @@ async def chat(module: Module, stream: bool, stdin: TextIO, stdout: TextIO, stde
         try:
             with session:
                 await run_once(module, text, stream, as_json=False)
-        except ProviderConfigError:
-            raise  # a missing key or unknown provider will not fix itself on the next turn
+        except (ProviderConfigError, ProviderNotSet):
+            raise  # a missing key, provider or model will not fix itself on the next turn
         except PromptimusError as exc:
-            stderr.write(f"error: {exc}\n")
+            stderr.write(f"error: {command_line_message(exc)}\n")
         stdout.flush()

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ..errors import PromptimusError
 from .command_error import CommandLineError
+from .hints import command_line_message
 from .target import describe_failure
 
 MODEL_HELP = (
@@ -29,6 +30,11 @@ def _module_options(parser: argparse.ArgumentParser) -> None:
         help="a Module, or a class or zero-argument function that returns one",
     )
     parser.add_argument("--load", metavar="CKPT", help="apply this checkpoint first")
+    parser.add_argument(
+        "--partial",
+        action="store_true",
+        help="with --load: apply the keys that match the module, skip unknown and missing ones",
+    )
     parser.add_argument("--model", metavar="MODEL", help=MODEL_HELP)
     parser.add_argument("--stream", action="store_true", help="print events as they arrive")
 
@@ -103,7 +109,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         return run_serve(args)
     from .prepared_module import prepare
 
-    module = prepare(args.target, args.load, args.model)
+    module = prepare(args.target, args.load, args.model, args.partial)
     if args.command == "run":
         from .run import run_once
 
@@ -136,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except PromptimusError as exc:
-        _report(f"promptimus: error: {exc}")
+        _report(f"promptimus: error: {command_line_message(exc)}")
     except KeyboardInterrupt:
         _report("promptimus: interrupted")
         return 130

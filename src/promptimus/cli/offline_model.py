@@ -3,31 +3,140 @@
 It runs in-process (no server, no port, no network) and says plainly that it is not a model:
 each reply starts with `[OFFLINE fake model]`, repeats the last user message and counts the
 messages it was sent, so a chat shows that its memory works.
+
+When the request offers tools, it shows the tool loop too: its first reply calls the first tool
+offered, once, with arguments made from the tool's schema (the request's text for a string, 1 for
+a number, a default or the first allowed value where the schema gives one); once the result is
+back, it answers with what the tool returned. It speaks both ways agents offer tools: native tool
+calls (`tools=[...]` in the request) and the ReACT text protocol (`Action:` / `Action Input:`,
+the tools found by name among the module's).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import json
+import re
+from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import Any
 
-from ..dto import Message, MessageDelta, MessageRole, Usage
+from ..dto import Message, MessageDelta, MessageRole, ToolFunction, ToolRequest, Usage
 from ..llms.scripted import split_message
+
+__all__ = ["MARKER", "OfflineModel"]
 
 MARKER = "[OFFLINE fake model]"
 
+_REACT_TOOLS = re.compile(r"Action: <one tool name from (?P<names>[^>\n]*)>")
+_OBSERVATION = "Observation:"
+
+
+def _sample(schema: Mapping[str, Any], said: str) -> Any:
+    """A value that fits `schema`, made up (the model is fake) but of the right kind."""
+    if "default" in schema:
+        return schema["default"]
+    if isinstance(schema.get("enum"), list) and schema["enum"]:
+        return schema["enum"][0]
+    kind = schema.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in kind if k != "null"), "string")
+    if kind == "object":
+        return _arguments(schema, said)
+    samples: dict[str, Any] = {
+        "integer": 1,
+        "number": 1,
+        "boolean": True,
+        "array": [],
+        "null": None,
+    }
+    return samples.get(kind, said[:200]) if isinstance(kind, str) else said[:200]
+
+
+def _arguments(schema: Mapping[str, Any], said: str) -> dict[str, Any]:
+    """Arguments for the required parameters of a tool's JSON schema."""
+    properties = schema.get("properties")
+    if not isinstance(properties, Mapping):
+        return {}
+    required = schema.get("required")
+    names = required if isinstance(required, list) else []
+    return {
+        name: _sample(properties[name], said)
+        for name in names
+        if isinstance(name, str) and isinstance(properties.get(name), Mapping)
+    }
+
+
+def _native_tools(kwargs: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+    offered = []
+    for entry in kwargs.get("tools") or ():
+        function = entry.get("function") if isinstance(entry, Mapping) else None
+        if isinstance(function, Mapping) and isinstance(function.get("name"), str):
+            parameters = function.get("parameters")
+            offered.append(
+                (function["name"], parameters if isinstance(parameters, Mapping) else {})
+            )
+    return offered
+
 
 class OfflineModel:
+    """`tools` maps the module's tool names to their parameter schemas, for the ReACT protocol
+    (whose requests name the tools in text only)."""
+
     model_name = "fake"
+
+    def __init__(self, tools: Mapping[str, Mapping[str, Any]] | None = None) -> None:
+        self._tools = dict(tools or {})
+        self._calls = 0
 
     def __repr__(self) -> str:
         return "OfflineModel()"
 
+    def _react_tools(self, history: list[Message]) -> list[tuple[str, Mapping[str, Any]]]:
+        system = next((m.content for m in history if m.role == MessageRole.SYSTEM), "")
+        found = _REACT_TOOLS.search(system)
+        if found is None:
+            return []
+        names = [name.strip() for name in found["names"].split(",")]
+        return [(name, self._tools.get(name, {})) for name in names if name in self._tools]
+
     async def achat(self, history: list[Message], **kwargs: Any) -> Message:
-        said = next((m.content for m in reversed(history) if m.role == MessageRole.USER), "")
+        native = _native_tools(kwargs)
+        react = [] if native else self._react_tools(history)
+        asked = [m for m in history if m.role == MessageRole.USER]
+        said = next((m.content for m in reversed(asked) if not _is_observation(m)), "")
+        since_request = _since_last_request(history)
         text = (
             f"{MARKER} You said: {said!r}. I saw {len(history)} messages; no language model "
             "was called (pass --model provider:name for real answers)."
         )
+        tool_calls: list[ToolRequest] = []
+        if native and not any(m.role == MessageRole.TOOL for m in since_request):
+            name, schema = native[0]
+            self._calls += 1
+            arguments = json.dumps(_arguments(schema, said))
+            tool_calls = [
+                ToolRequest(
+                    id=f"offline-{self._calls}",
+                    function=ToolFunction(name=name, arguments=arguments),
+                )
+            ]
+            text = f"{MARKER} Calling the tool {name!r} with made-up arguments {arguments}."
+        elif native:
+            results = [m.content for m in since_request if m.role == MessageRole.TOOL]
+            text = f"{text} The tool returned: {results[-1]}"
+        elif react and not any(_is_observation(m) for m in since_request):
+            name, schema = react[0]
+            arguments = json.dumps(_arguments(schema, said))
+            text = (
+                f"Thought: {MARKER} calling the tool {name!r} with made-up arguments.\n"
+                f"Action: {name}\nAction Input: {arguments}"
+            )
+        elif react:
+            observed = [m.content for m in since_request if _is_observation(m)][-1]
+            returned = observed.removeprefix(_OBSERVATION).strip()
+            text = f"Thought: the tool answered.\nAnswer: {text} The tool returned: {returned}"
+        return self._reply(history, text, tool_calls)
+
+    def _reply(self, history: list[Message], text: str, tool_calls: list[ToolRequest]) -> Message:
         words_in = sum(len(m.content.split()) for m in history)
         words_out = len(text.split())
         usage = Usage(
@@ -36,7 +145,8 @@ class OfflineModel:
         return Message(
             role=MessageRole.ASSISTANT,
             content=text,
-            finish_reason="stop",
+            tool_calls=tool_calls or None,
+            finish_reason="tool_calls" if tool_calls else "stop",
             usage=usage,
             model_name=self.model_name,
         )
@@ -44,3 +154,16 @@ class OfflineModel:
     async def astream(self, history: list[Message], **kwargs: Any) -> AsyncIterator[MessageDelta]:
         for delta in split_message(await self.achat(history, **kwargs)):
             yield delta
+
+
+def _is_observation(message: Message) -> bool:
+    return message.role == MessageRole.USER and message.content.startswith(_OBSERVATION)
+
+
+def _since_last_request(history: Iterable[Message]) -> list[Message]:
+    """The messages after the user's last request (tool results, observations, replies)."""
+    messages = list(history)
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].role == MessageRole.USER and not _is_observation(messages[index]):
+            return messages[index + 1 :]
+    return messages

@@ -8,6 +8,7 @@ compat only through `promptimus._compat_seam`, by name and on first use:
 
 - `names`: names a package had (``promptimus.errors.ProviderRetryExceded``, the agents in
   ``promptimus.modules``, ``BaseSearchResult`` in ``promptimus.vector_stores``).
+- `agents`: the tools-first argument order of `ToolCallingAgent`.
 - `core`, `dto`: 0.1's members of today's classes (``Module.with_provider``,
   ``ModuleDict.objects_map``, ``SearchHit.idx`` / ``.content``, ``from_buffer(mimetype=)``).
 - `provider_arguments`: 0.1's arguments of the OpenAI-compatible clients (``n_retries``,
@@ -23,6 +24,7 @@ Deprecated forms warn once per use with a `DeprecationWarning` naming today's fo
 the caller's line; forms that only moved (the agents in ``promptimus.modules``) do not warn.
 """
 
+from . import agents as agents
 from . import core as core
 from . import dto as dto
 from . import names as names

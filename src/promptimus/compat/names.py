@@ -66,6 +66,8 @@ RENAMED: dict[str, dict[str, str]] = {
     },
     "promptimus.core.module": {"ModuleDict": "promptimus.core.ModuleDict"},
     "promptimus.llms.base": {"ProviderProtocol": "promptimus.llms.base.LLMProtocol"},
+    "promptimus.llms": {"DummyLLm": "promptimus.llms.DummyLLM"},
+    "promptimus.llms.dummy": {"DummyLLm": "promptimus.llms.dummy.DummyLLM"},
     "promptimus.modules.tool": {
         "Tool": "promptimus.tools.Tool",
         "SupportsHandoff": "promptimus.tools.SupportsHandoff",

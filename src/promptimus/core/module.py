@@ -8,6 +8,7 @@ import contextvars
 import copy
 import functools
 import hashlib
+import importlib
 import inspect
 import os
 import sys
@@ -33,6 +34,7 @@ from ..errors import (
     LLMNotSet,
     ModuleError,
     ModuleTooDeep,
+    NotAModel,
     ProviderNotSet,
     RecursiveModule,
     RerankerNotSet,
@@ -104,6 +106,17 @@ def _class_attribute(cls: type, name: str) -> Any:
         if name in klass.__dict__:
             return klass.__dict__[name]
     return None
+
+
+_PROVIDERS = __name__.partition(".")[0] + ".llms"  # the tier that turns a model string into a model
+
+
+def _resolve_model(spec: str) -> LLMProtocol:
+    """`promptimus.llms.resolve(spec)`. The core sits below the providers, so it names the
+    resolver and imports it at the first model string, as the package's lazy exports do."""
+    resolve = getattr(importlib.import_module(_PROVIDERS), "resolve")  # noqa: B009
+    model: LLMProtocol = resolve(spec)
+    return model
 
 
 class Module(ABC):
@@ -442,7 +455,19 @@ class Module(ABC):
             f"`.with_{kind}(...)` on it or on an ancestor."
         )
 
-    def with_llm(self, llm: LLMProtocol) -> Self:
+    def with_llm(self, llm: LLMProtocol | str) -> Self:
+        """Set this module's LLM (its children use it unless they have their own): a model
+        (anything with `achat`), or a model string such as ``"openai:gpt-4o-mini"``, resolved
+        here as `promptimus.llms.resolve` does. Anything else is refused at once (`NotAModel`)."""
+        if isinstance(llm, str):
+            llm = _resolve_model(llm)
+        elif not callable(getattr(llm, "achat", None)) or isinstance(llm, type):
+            kind = f"the class {llm.__name__}" if isinstance(llm, type) else type(llm).__name__
+            raise NotAModel(
+                f"with_llm() takes a model (an object with `async achat(history)`, such as "
+                f"OpenAILike(...)) or a model string like 'openai:gpt-4o-mini'; got {kind}."
+                + (" Make an instance of it first." if isinstance(llm, type) else "")
+            )
         return self._set_provider("llm", llm)
 
     with_provider = CompatMethod("core:with_provider")

@@ -15,6 +15,14 @@ worker is free; the values of the module's parameters travel as a state dict wit
 evaluation's first batch to each worker, so a training run ships its module once. Rows come
 back to the driver, which puts them in dataset order and feeds the one progress bar.
 
+Joining a cluster runs off the event loop and is bounded by `start_timeout`, as is starting the
+workers. On a local cluster (one this runner started, or whose nodes are all this machine) the
+workers run the driver's own interpreter, unless a `runtime_env` (the runner's or the job's)
+names another (`py_executable`, `pip`, `uv`, `conda`, a container): started from `uv run`, Ray
+would otherwise start each worker through `uv run` in a copy of the working directory, in a new
+environment without the packages installed around the driver. A worker process that dies while
+starting (an import error) is reported at once, with its error, instead of after the timeout.
+
 A worker that dies (its process exits, its machine goes away) loses its batch: the batch goes
 back in the queue, another worker runs it, and a new worker takes the dead one's place; the
 examples are counted once. A batch that has lost its worker `max_attempts` times stops the run
@@ -26,6 +34,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import sys
+import threading
 import weakref
 from collections import deque
 from collections.abc import Callable
@@ -42,16 +52,21 @@ from ..errors import (
     RunnerError,
     WorkerLost,
     WorkerSetupFailed,
+    WorkersFailedToStart,
     WorkersUnavailable,
 )
 from ..evals.report import EvalReport, EvalRow
 from ..evals.runner import EvalJob
 from ..evals.usage_collector import UsageTotals
+from .joining import StartWatch, check_reachable, in_daemon_thread
 from .travel import function_bytes, module_bytes, providers_left_behind
 from .worker import BatchResult, EvalWorker
 
 __all__ = ["RayRunner", "Setup"]
 
+_START_POLL = 0.5  # seconds between looks for workers that died while starting
+# runtime_env fields that choose the workers' interpreter
+_INTERPRETER_KEYS = frozenset({"py_executable", "pip", "uv", "conda", "container", "image_uri"})
 _BATCHES_PER_WORKER = 8  # at least, when the run is large enough to cut that fine
 _MAX_BATCH = 64
 
@@ -74,6 +89,12 @@ def _describe(exc: BaseException) -> str:
         exc = cause
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[-1]}" if text else type(exc).__name__
+
+
+def _from_uv_hook(py_executable: Any) -> bool:
+    """Whether the job's `py_executable` is the `uv run ...` command Ray's uv hook wrote."""
+    words = str(py_executable).split()
+    return len(words) > 1 and words[0].rsplit("/", 1)[-1] == "uv" and words[1] == "run"
 
 
 def _structure(module: Module) -> tuple[Any, ...]:
@@ -130,8 +151,11 @@ class RayRunner:
       batch's examples at once.
     - `num_cpus_per_worker`, `runtime_env`: passed to Ray for each worker (a `runtime_env` with
       a `working_dir` or `pip` list brings your code and packages to the cluster's machines).
+      On a local cluster the workers run this interpreter (`sys.executable`) unless a
+      `runtime_env` names another (`py_executable`, `pip`, `uv`, `conda`, a container).
     - `max_attempts`: times a batch may lose its worker before the run stops (`WorkerLost`).
-    - `start_timeout`: seconds to wait for workers to start and take the module.
+    - `start_timeout`: seconds to wait for joining the cluster, and for workers to start and
+      take the module (a worker process that dies while starting is reported at once).
 
     `restarts` counts the workers started again after one died. Use it with `with` (or call
     `close()`) to stop the workers; they also stop with the driver.
@@ -177,6 +201,8 @@ class RayRunner:
         self._lock: asyncio.Lock | None = None
         self._lock_loop: asyncio.AbstractEventLoop | None = None
         self._actor_class: Any = None
+        self._worker_env: dict[str, Any] | None = None
+        self._hold = threading.Event()  # the thread that started Ray lives until it shuts down
 
     # --- prepare ---------------------------------------------------------------------------
 
@@ -192,7 +218,7 @@ class RayRunner:
         async with self._run_lock():
             _ray()  # first: without Ray, say what to install
             shipment = self._shipment_for(job)
-            ray = self._connect()
+            ray = await self._connect()
             wanted = self.num_workers or self._cluster_workers(ray)
             self._slots = [slot for slot in self._slots if slot.alive]
             if shipment is not self._shipment:
@@ -248,21 +274,31 @@ class RayRunner:
         )
         return _Shipment(weakref.ref(module), metric, keys, payload)
 
-    def _connect(self) -> Any:
+    async def _connect(self) -> Any:
         ray = _ray()
-        if not ray.is_initialized():
-            where = self.address or "a new local Ray"
-            from .announce import announce_ray_start
+        if ray.is_initialized():
+            return ray
+        where = self.address or "a new local Ray"
+        await check_reachable(self.address, self.start_timeout)
+        from .announce import announce_ray_start
 
-            announce_ray_start(self.address)  # one line: what the wait that follows is for
-            try:
-                ray.init(address=self.address)
-            except Exception as exc:
-                raise WorkersUnavailable(
-                    f"RayRunner could not connect to {where}: {_describe(exc)}. Start the "
-                    "cluster (ray start --head), or pass its address."
-                ) from None
-            self._owns_ray = True
+        announce_ray_start(self.address)  # one line: what the wait that follows is for
+        try:
+            async with asyncio.timeout(self.start_timeout):
+                # ray.init blocks (and retries an address that does not answer): off the loop
+                await in_daemon_thread(lambda: ray.init(address=self.address), self._hold)
+        except TimeoutError:
+            raise WorkersUnavailable(
+                f"RayRunner could not join {where} within start_timeout={self.start_timeout:g} "
+                "s. Check that the cluster is up (ray status) and the address is its head's, "
+                "or raise start_timeout."
+            ) from None
+        except Exception as exc:
+            raise WorkersUnavailable(
+                f"RayRunner could not connect to {where}: {_describe(exc)}. Start the "
+                "cluster (ray start --head), or pass its address."
+            ) from None
+        self._owns_ray = True
         return ray
 
     def _cluster_workers(self, ray: Any) -> int:
@@ -278,46 +314,101 @@ class RayRunner:
                 "max_task_retries": 0,
                 "max_concurrency": 1,  # one batch at a time; the batch has its concurrency
             }
-            if self.runtime_env is not None:
-                options["runtime_env"] = self.runtime_env
+            runtime_env = self._worker_env = self._worker_runtime_env()
+            if runtime_env:
+                options["runtime_env"] = runtime_env
             self._actor_class = _ray().remote(**options)(EvalWorker)
         return self._actor_class.remote()
 
+    def _worker_runtime_env(self) -> dict[str, Any]:
+        """The workers' runtime_env: the runner's, plus the driver's interpreter on a local
+        cluster when no runtime_env chooses one (Ray's `uv run` hook would choose `uv run`)."""
+        ray = _ray()
+        env = dict(self.runtime_env or {})
+        if _INTERPRETER_KEYS & env.keys() or not self._local_cluster(ray):
+            return env
+        job = dict(ray.get_runtime_context().runtime_env or {})
+        chosen = _INTERPRETER_KEYS & job.keys()
+        if chosen - {"py_executable"} or (chosen and not _from_uv_hook(job["py_executable"])):
+            return env  # the job chose the workers' interpreter itself
+        env["py_executable"] = sys.executable
+        return env
+
+    def _interpreter(self) -> str:
+        env = self._worker_env or {}
+        chosen = sorted(_INTERPRETER_KEYS & env.keys())
+        if "py_executable" in env:
+            return repr(env["py_executable"])
+        if chosen:
+            return f"the interpreter of runtime_env {chosen[0]!r}"
+        return "the interpreter the cluster's runtime_env gives them"
+
+    def _local_cluster(self, ray: Any) -> bool:
+        if self._owns_ray:
+            return True
+        if (self.address or "").startswith("ray://"):
+            return False  # a client: the cluster's machines are elsewhere
+        here = ray.get_runtime_context().get_node_id()
+        alive = [node.get("NodeID") for node in ray.nodes() if node.get("Alive")]
+        return bool(alive) and all(node == here for node in alive)
+
     async def _install(self, slots: list[_Slot], shipment: _Shipment) -> None:
-        """Every slot's worker takes `shipment`, or `WorkerSetupFailed` / `WorkersUnavailable`."""
+        """Every slot's worker takes `shipment`, or `WorkerSetupFailed` (`WorkersFailedToStart`
+        as soon as a worker process dies while starting) / `WorkersUnavailable`."""
         if not slots:
             return
         ray = _ray()
+        watch = StartWatch.begin()
         payload = [ray.put(part) if part is not None else None for part in shipment.payload]
-        calls = [slot.actor.install.remote(*payload) for slot in slots]
+        calls = asyncio.ensure_future(
+            asyncio.gather(*[slot.actor.install.remote(*payload) for slot in slots],
+                           return_exceptions=True)
+        )  # fmt: skip
         try:
             async with asyncio.timeout(self.start_timeout):
-                failures = await asyncio.gather(*calls, return_exceptions=True)
+                while not calls.done():
+                    await asyncio.wait({calls}, timeout=_START_POLL)
+                    died = watch.failures() if watch is not None else None
+                    if died is not None and not calls.done():
+                        self._stop_all(slots)
+                        raise WorkersFailedToStart(
+                            f"{died.count} Ray worker process(es) died while starting: "
+                            f"{died.error}. The workers run {self._interpreter()}; make "
+                            "promptimus, ray and your code importable there (or pass "
+                            "runtime_env={'py_executable': ...}). No example was run."
+                        )
         except TimeoutError:
             free = ray.available_resources().get("CPU", 0)
-            for slot in slots:
-                self._stop(slot)
+            self._stop_all(slots)
             raise WorkersUnavailable(
                 f"Ray did not start {len(slots)} worker(s) within {self.start_timeout:g} s "
                 f"({free:g} CPUs free, each worker asks for {self.num_cpus_per_worker:g}). "
-                "Ask for fewer workers, or give the cluster more machines."
+                "Ask for fewer workers or give the cluster more machines; if CPUs were free, "
+                "the worker processes fail as they start: see raylet.err in the nodes' Ray logs."
             ) from None
+        finally:
+            calls.cancel()
+        self._check_installed(slots, calls.result())
+
+    def _check_installed(self, slots: list[_Slot], failures: list[Any]) -> None:
         for failure in failures:
             if isinstance(failure, BaseException):
-                for each in slots:
-                    self._stop(each)
+                self._stop_all(slots)
                 raise WorkerSetupFailed(
                     f"A worker failed while taking the module: {_describe(failure)} (the worker "
                     "process died or could not be reached). No example was run."
                 )
             if failure is not None:
-                for each in slots:
-                    self._stop(each)
+                self._stop_all(slots)
                 raise WorkerSetupFailed(
                     f"A worker could not take the module: {failure}. No example was run. "
                     "Make the code importable on the workers (runtime_env={'working_dir': ...} "
                     "or an installed package) and `setup` work there."
                 )
+
+    def _stop_all(self, slots: list[_Slot]) -> None:
+        for slot in slots:
+            self._stop(slot)
 
     def _stop(self, slot: _Slot) -> None:
         slot.alive = False
@@ -437,6 +528,8 @@ class RayRunner:
         if self._owns_ray:
             self._owns_ray = False
             _ray().shutdown()
+            self._hold.set()
+            self._hold = threading.Event()
 
     def __enter__(self) -> Self:
         return self

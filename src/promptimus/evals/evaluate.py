@@ -9,6 +9,7 @@ from ..argument_checks import positive_int
 from ..errors import EmptyDataset, InvalidArgument
 from .call_counter import CallCounter
 from .example import Example, example_list
+from .input_fit import check_inputs
 from .progress import open_progress
 from .report import EvalReport, EvalRow
 from .run_example import Metric
@@ -49,6 +50,7 @@ async def evaluate(
         )
     concurrency = positive_int(concurrency, "concurrency")
     runner = check_runner(runner)
+    check_inputs(module, examples, "evaluate's dataset")
     job = EvalJob(module, examples, metric, concurrency)
     if counter is not None:
         counter.check(len(examples))  # refuse before a runner starts anything

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from promptimus._compat_seam import compat_names
 from promptimus._lazy import lazy_exports
 
 if TYPE_CHECKING:
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from promptimus.llms.cached import CachedLLM
     from promptimus.llms.capabilities import ProviderCapabilities, capabilities
     from promptimus.llms.claude import Claude
-    from promptimus.llms.dummy import DummyLLM, DummyLLm
+    from promptimus.llms.dummy import DummyLLM
     from promptimus.llms.fallback import FallbackLLM, falls_through
     from promptimus.llms.gemini import Gemini
     from promptimus.llms.memory_cache import MemoryCache
@@ -38,7 +39,6 @@ _EXPORTS = {
     "Claude": "claude",
     "OllamaProvider": "ollama",
     "OllamaLLM": "ollama",
-    "DummyLLm": "dummy",
     "DummyLLM": "dummy",
     "ScriptedLLM": "scripted",
     "resolve": "resolve",
@@ -57,7 +57,6 @@ __all__ = [
     "CachedLLM",
     "Claude",
     "DummyLLM",
-    "DummyLLm",
     "FallbackLLM",
     "LLMProtocol",
     "MemoryCache",
@@ -78,4 +77,5 @@ __all__ = [
 __all__ += ["Gemini"]
 
 
-__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+_exported, __dir__ = lazy_exports(__name__, _EXPORTS, globals())
+__getattr__ = compat_names(__name__, _exported)  # 0.1's spellings, with a warning

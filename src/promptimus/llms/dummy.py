@@ -1,4 +1,5 @@
-"""``DummyLLm``: always answers the same text (the original promptimus test double)."""
+"""``DummyLLM``: always answers the same text (the original promptimus test double; 0.1 spelled it
+``DummyLLm``, a name compat still serves, with a warning)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
+from promptimus._compat_seam import compat_names
 from promptimus.dto import Message, MessageDelta, MessageRole
 from promptimus.llms.scripted import split_message
 
 
-class DummyLLm:
+class DummyLLM:
     """Replies ``message`` to everything, after ``delay`` seconds; records calls in ``calls``."""
 
     def __init__(
@@ -22,7 +24,7 @@ class DummyLLm:
         self.calls: list[tuple[list[Message], dict[str, Any]]] = []
 
     def __repr__(self) -> str:
-        return f"DummyLLm(message={self.message!r}, delay={self.delay!r})"
+        return f"DummyLLM(message={self.message!r}, delay={self.delay!r})"
 
     async def achat(self, history: list[Message], **kwargs: Any) -> Message:
         self.calls.append((list(history), dict(kwargs)))
@@ -39,4 +41,4 @@ class DummyLLm:
             yield delta
 
 
-DummyLLM = DummyLLm
+__getattr__ = compat_names(__name__)

@@ -41,6 +41,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from .._compat_seam import compat_names
+from ..argument_checks import non_negative_int
 from ..core import Module, Parameter
 from ..dto import Message, MessageRole
 from ..errors import (
@@ -202,8 +203,7 @@ class StructuralOutput(Module, Generic[T]):
                 f"StructuralOutput needs a pydantic BaseModel subclass, got {output_model!r}; "
                 "wrap other types in a model (class Out(BaseModel): items: list[int])."
             )
-        if n_retries < 0:
-            raise InvalidArgument(f"n_retries must be >= 0, got {n_retries}.")
+        n_retries = non_negative_int(n_retries, "n_retries")
         self.model_json_schema = Parameter(json.dumps(output_model.model_json_schema(), indent=2))
         default = DEFAULT_SYSTEM_PROMPT if native else DEFAULT_PROMPTED_SYSTEM_PROMPT
         self.predictor = Prompt(system_prompt if system_prompt is not None else default)

@@ -12,3 +12,33 @@ usage aggregate, pricing and budgets.
 Providers report into it (`report_usage`, `report_call_event`); OpenTelemetry spans
 (`promptimus.tracing`) are one more observer on top. Nothing here imports a provider.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from .provider_calls import (
+        ProviderCall,
+        ProviderCallObserver,
+        current_provider_call,
+        register_provider_call_observer,
+    )
+
+_EXPORTS = {
+    "ProviderCall": "provider_calls",
+    "ProviderCallObserver": "provider_calls",
+    "current_provider_call": "provider_calls",
+    "register_provider_call_observer": "provider_calls",
+}
+
+__all__ = [
+    "ProviderCall",
+    "ProviderCallObserver",
+    "current_provider_call",
+    "register_provider_call_observer",
+]
+
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -14,6 +14,7 @@ from ..dto import Usage
 from ..dto.display import clip, html_table, plural
 from ..errors import BudgetTooSmall, EmptyTrainingData, InvalidArgument, OptimizationError
 from ..evals.example import example_list
+from ..evals.input_fit import check_inputs
 from ..evals.runner import Runner, check_runner
 from .budget import Budget
 from .counted_evaluation import BudgetSpent, CountedEvaluator
@@ -95,6 +96,9 @@ async def fit(
         raise EmptyTrainingData("fit() got an empty trainset; give it at least one Example.")
     if not valset:
         raise EmptyTrainingData("fit() got an empty valset; give it examples or pass None.")
+    check_inputs(module, trainset, "fit's trainset")
+    if valset is not trainset:
+        check_inputs(module, valset, "fit's valset")
     budget = Budget.of(budget)
     if budget.calls < len(valset):
         raise BudgetTooSmall(
