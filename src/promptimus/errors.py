@@ -4,7 +4,9 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
 
     PromptimusError
     ├── InvalidArgument (ValueError)
-    │   └── UnencodableText
+    │   ├── UnencodableText
+    │   ├── InvalidStoreAddress · InvalidSessionId · InvalidWorkflowId
+    │   └── InvalidAgentRequest · NotAModel (also TypeError)
     ├── OptionalDependencyMissing (ImportError)
     ├── ModuleError
     │   ├── RecursiveModule
@@ -32,13 +34,14 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     │   ├── UnknownRequestOption (TypeError)
     │   ├── ProviderUnavailable
     │   │   ├── RetryBudgetExhausted
+    │   │   │   └── ProviderTimeout (TimeoutError)
     │   │   ├── StreamInterrupted
     │   │   └── AllProvidersFailed
     │   ├── ProviderResponseError
     │   │   ├── RequestRejected
     │   │   │   └── ContextWindowExceeded
     │   │   └── MalformedReply
-    │   │       └── EmptyReply
+    │   │       └── EmptyReply · ErrorInReply · EventLineTooLong
     │   └── OutputTruncated
     ├── ResponseCacheError
     ├── VectorStoreError
@@ -70,17 +73,24 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     ├── MCPError
     ├── SessionStateError
     ├── SessionStoreError
-    │   └── SessionStoreUnavailable · SessionStoreFull · SessionStoreCorrupt
+    │   ├── SessionStoreUnavailable
+    │   │   └── SessionStoreAuthenticationFailed
+    │   └── SessionStoreFull · SessionStoreCorrupt
+    ├── DurableError
+    │   └── DurableSetupError · DurableInputMismatch · DurableRunNotFound · DurableApprovalError
+    │       · DurableRunStopped · DurableSessionError (InvalidWorkflowId: also InvalidArgument)
     ├── BudgetExceeded
     ├── EvalError
     │   ├── DatasetError (ValueError)
-    │   │   └── EmptyDataset
+    │   │   └── EmptyDataset · ExampleInputsMismatch (also TypeError)
     │   ├── MetricResultError (TypeError)
     │   ├── CallBudgetExceeded
     │   └── RunnerError
     │       ├── NotPicklable
     │       │   └── ModuleNotPicklable
-    │       └── WorkerSetupFailed · WorkersUnavailable · WorkerLost
+    │       ├── WorkerSetupFailed
+    │       │   └── WorkersFailedToStart
+    │       └── WorkersUnavailable · WorkerLost
     ├── OptimizationError
     │   └── NothingToTrain · EmptyTrainingData · BudgetTooSmall
     └── ScriptExhausted · FakeServerError · InvalidEmbeddingDimensions (ValueError)
