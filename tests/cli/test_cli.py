@@ -264,7 +264,11 @@ def test_run_reports_each_bad_input_without_a_traceback(work: Path) -> None:
     fails(run("targets.py:Echo", "--load", "bad.toml"), "not valid TOML", "line 4")
     (work / "other.toml").write_text("unknown_key = 1\n")
     fails(run("targets.py:Echo", "--load", "other.toml"), "unknown_key")
-    fails(run("targets.py:agent", "--model", "nosuch:model"), "Unknown provider 'nosuch'")
+    fails(
+        run("targets.py:agent", "--model", "nosuch:model"),
+        "Unknown provider 'nosuch'",
+        "--model fake",
+    )
     fails(run("targets.py:agent", "--model", "openai:gpt-4o-mini"), "OPENAI_API_KEY")
     fails(run("targets.py:agent"), "needs an LLM", "pass --model MODEL", "--model fake")
     fails(run("targets.py:Crashing"), "the run failed: RuntimeError: forward exploded")

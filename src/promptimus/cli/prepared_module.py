@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.module import Module
+from ..errors import ModelResolutionError
 from ..llms.resolve import resolve
 from ..tools.base import Tool
 from .checkpoint_view import load_module_dict
@@ -29,5 +30,13 @@ def prepare(
     if checkpoint is not None:
         module.load_dict(load_module_dict(checkpoint), strict=not partial)
     if model is not None:
-        module.with_llm(OfflineModel(_tool_schemas(module)) if model == "fake" else resolve(model))
+        offline = model == "fake"
+        module.with_llm(OfflineModel(_tool_schemas(module)) if offline else _resolved(model))
     return module
+
+
+def _resolved(model: str) -> Any:
+    try:
+        return resolve(model)
+    except ModelResolutionError as exc:  # on the command line, one more model is at hand
+        raise ModelResolutionError(f"{exc} Or --model fake: the built-in offline model.") from None
