@@ -577,6 +577,7 @@ async def test_a_traced_call_has_an_llm_span_with_anthropics_usage(
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "root.llm"]
     attributes = dict(span.attributes or {})
     assert attributes["llm.model_name"] == "claude-test"
+    assert attributes["gen_ai.provider.name"] == attributes["llm.system"] == "anthropic"
     assert attributes["llm.token_count.prompt"] == 12
     assert attributes["llm.token_count.prompt_details.cache_read"] == 10
     assert attributes["llm.output_messages.0.message.content"] == "Bonjour!"
@@ -619,3 +620,68 @@ def test_a_tool_use_sent_whole_at_its_start_keeps_its_input() -> None:
     assert message.tool_calls is not None
     assert json.loads(message.tool_calls[0].function.arguments) == {"a": 1}
     assert message.usage is not None and message.usage.total_tokens == 5
+
+
+async def test_a_durable_run_sends_signed_thinking_back(
+    srv: FakeAnthropicServer, tmp_path: Any
+) -> None:
+    """Each model request is a durable step: the reply (thinking blocks with their signatures)
+    is stored by DBOS and read back into the next request, which the server checks."""
+    from dbos import DBOS
+    from durable_support import configure
+
+    from promptimus.durable import DurableAgent
+
+    srv.messages.script(
+        AnthropicReply(thinking="First 1+2.", tool_calls=[ToolCall("add", {"a": 1, "b": 2})]),
+        AnthropicReply(thinking="Then 3+4.", tool_calls=[ToolCall("add", {"a": 3, "b": 4})]),
+        "3 and 7.",
+    )
+    configure(tmp_path / "runs.sqlite")
+    try:
+        agent = OpenaiToolCallingAgent("You add.", [add]).with_llm(make_llm(srv, thinking=2048))
+        durable = DurableAgent(agent, name="claude-adds")
+        DBOS.launch()
+        result = await durable.run("1+2 and 3+4?", workflow_id="c-1")
+    finally:
+        DBOS.destroy(destroy_registry=True)
+
+    assert result.status == "completed" and result.output.content == "3 and 7."
+    last = srv.messages.requests[-1]["messages"]
+    thinking = [b for m in last if m["role"] == "assistant" for b in m["content"]]
+    signed = [b for b in thinking if b["type"] == "thinking"]
+    assert [b["thinking"] for b in signed] == ["First 1+2.", "Then 3+4."]
+    assert all(b["signature"].startswith("sig_") for b in signed)
+
+
+def test_what_a_reply_keeps_survives_a_checkpoint_of_its_memory(tmp_path: Any) -> None:
+    """A conversation saved in a checkpoint (a Parameter holds it as its JSON text) keeps
+    thinking blocks, signatures and a tool call's extra_content verbatim."""
+    from promptimus.dto import History, ToolFunction, ToolRequest
+
+    reply = Message(
+        role=MessageRole.ASSISTANT,
+        thinking=[ThinkingBlock(provider="anthropic", text="hm", signature="sig_1")],
+        tool_calls=[
+            ToolRequest(
+                id="c1",
+                function=ToolFunction(name="add", arguments="{}"),
+                extra_content={"google": {"thought_signature": "c2ln"}},
+            )
+        ],
+    )
+
+    class Holder(pm.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.kept = pm.Parameter(History.dump_json([reply]).decode())
+
+        async def forward(self) -> None:
+            return None
+
+    holder = Holder()
+    holder.save(tmp_path / "memory.toml")
+    fresh = Holder()
+    fresh.kept.value = "[]"
+    fresh.load(tmp_path / "memory.toml")
+    assert History.validate_json(fresh.kept.value) == [reply]

@@ -107,6 +107,8 @@ class Anthropic(OpenAIEndpoint):
     """
 
     _request_kind = "chat"
+    provider_name = "anthropic"
+    """The provider traces name (OpenTelemetry's `gen_ai.provider.name`)."""
 
     def __init__(
         self,

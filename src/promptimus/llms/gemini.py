@@ -94,6 +94,9 @@ class Gemini(OpenAIEndpoint):
       ``timeout`` in seconds), as are ``usage`` and ``request_count``.
     """
 
+    provider_name = "gcp.gemini"
+    """The provider traces name (OpenTelemetry's `gen_ai.provider.name`)."""
+
     _request_kind = "chat"
 
     def __init__(

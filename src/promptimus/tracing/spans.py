@@ -360,7 +360,9 @@ class Tracing:
         attributes: dict[str, Any] = {}
         if call.model:
             attributes[c.GEN_AI_REQUEST_MODEL] = call.model
-        provider_name = "openai" if hasattr(call.provider, "base_url") else None
+        provider_name = getattr(call.provider, "provider_name", None)
+        if not isinstance(provider_name, str):  # an OpenAI-compatible server, or unknown
+            provider_name = "openai" if hasattr(call.provider, "base_url") else None
         if provider_name:
             attributes[c.GEN_AI_PROVIDER_NAME] = attributes[c.LLM_SYSTEM] = provider_name
         if call.kind == "llm":
