@@ -685,3 +685,35 @@ def test_what_a_reply_keeps_survives_a_checkpoint_of_its_memory(tmp_path: Any) -
     fresh.kept.value = "[]"
     fresh.load(tmp_path / "memory.toml")
     assert History.validate_json(fresh.kept.value) == [reply]
+
+
+async def test_a_span_prices_cache_reads_and_writes_at_their_own_rates(
+    srv: FakeAnthropicServer,
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+    from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+    from promptimus.tracing import instrument
+
+    srv.messages.script(
+        AnthropicReply(
+            content="ok",
+            usage={
+                "input_tokens": 1_000_000,
+                "cache_read_input_tokens": 2_000_000,
+                "cache_creation_input_tokens": 1_000_000,
+                "output_tokens": 1_000_000,
+            },
+        )
+    )
+    memory = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(memory))
+    with instrument(provider, pricing={"claude-test": (3.0, 15.0, 0.3, 3.75)}):
+        await pm.Prompt("Hi.").with_llm(make_llm(srv))([user("hi")])
+    provider.shutdown()
+    (span,) = [s for s in memory.get_finished_spans() if s.name == "root.llm"]
+    attributes = dict(span.attributes or {})
+    assert attributes["llm.cost.prompt"] == pytest.approx(3.0 + 2 * 0.3 + 3.75)
+    assert attributes["llm.cost.total"] == pytest.approx(3.0 + 0.6 + 3.75 + 15.0)

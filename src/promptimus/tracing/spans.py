@@ -43,7 +43,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the pack
 from ..core import hooks
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
 from ..observe.module_path import absolute_path
-from ..observe.pricing import Pricing, check_pricing
+from ..observe.pricing import Pricing, check_pricing, prompt_cost
 from ..observe.provider_calls import ProviderCall, register_provider_call_observer
 from . import conventions as c
 from .attribute_values import ValueEncoder
@@ -123,8 +123,8 @@ def instrument(
       setup or `opentelemetry.trace.set_tracer_provider`).
     - `max_value_chars`: longer input/output/message texts are cut (with a note of how much).
     - `include_digest`: put each module's content digest into the span's `metadata`.
-    - `pricing`: `{model: (input, output[, cached_input])}` per million tokens; LLM and
-      embedding spans then carry `llm.cost.prompt|completion|total`.
+    - `pricing`: `{model: (input, output[, cached_input[, cache_write]])}` per million tokens;
+      LLM and embedding spans then carry `llm.cost.prompt|completion|total`.
 
     Calling it again replaces the previous instrumentation. Returns a `Tracing` handle:
     `.remove()` (or `with instrument(...):`) stops it. Without a call, promptimus instruments
@@ -456,15 +456,11 @@ class Tracing:
             attributes[c.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.reasoning_tokens
         price = self.pricing.get(call.model) if self.pricing and call.model else None
         if price is not None:
-            input_price, output_price, cached_price = price
-            cached = min(usage.cached_tokens, usage.prompt_tokens)
-            prompt_cost = (
-                (usage.prompt_tokens - cached) * input_price + cached * cached_price
-            ) / 1e6
-            completion_cost = usage.completion_tokens * output_price / 1e6
-            attributes[c.LLM_COST_PROMPT] = prompt_cost
+            input_cost = prompt_cost(price, usage)  # cache reads and writes at their own rates
+            completion_cost = usage.completion_tokens * price[1] / 1e6
+            attributes[c.LLM_COST_PROMPT] = input_cost
             attributes[c.LLM_COST_COMPLETION] = completion_cost
-            attributes[c.LLM_COST_TOTAL] = prompt_cost + completion_cost
+            attributes[c.LLM_COST_TOTAL] = input_cost + completion_cost
         span.set_attributes(attributes)
 
     # ------------------------------------------------------------------ flattened lists
