@@ -253,3 +253,18 @@ def test_per_loop_gives_each_loop_its_own_object() -> None:
     b1, _ = asyncio.run(get_twice())
     assert a1 is a2
     assert a1 is not b1
+
+
+@pytest.mark.parametrize("bad", ["3", 1.5, float("nan"), True, -1])
+def test_retry_counts_are_checked_where_given(bad: object) -> None:
+    """A string or NaN would make every later comparison with the count quietly false."""
+    from promptimus.embedders import OpenAILikeEmbedder
+    from promptimus.errors import InvalidArgument
+    from promptimus.llms import OpenAILike
+
+    with pytest.raises(InvalidArgument, match="max_retries"):
+        OpenAILike("m", api_key="k", base_url="http://127.0.0.1:1", max_retries=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="max_retries"):
+        OpenAILikeEmbedder("m", api_key="k", base_url="http://127.0.0.1:1", max_retries=bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument, match="base_delay"):
+        RetryPolicy(base_delay=float("inf"))

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from promptimus.argument_checks import finite_number, non_negative_int
 from promptimus.errors import (
     ContextWindowExceeded,
     EmptyReply,
@@ -207,8 +208,11 @@ class RetryPolicy:
     )
 
     def __post_init__(self) -> None:
-        if self.max_retries < 0:
-            raise ValueError("max_retries must be >= 0 (0 disables retries)")
+        # checked where given: a NaN or a string would make every comparison below quietly false
+        self.max_retries = non_negative_int(self.max_retries, "max_retries (0 disables retries)")
+        self.base_delay = finite_number(self.base_delay, "base_delay (seconds)")
+        self.max_delay = finite_number(self.max_delay, "max_delay (seconds)")
+        self.max_retry_after = finite_number(self.max_retry_after, "max_retry_after (seconds)")
 
     classify = staticmethod(classify)
 
