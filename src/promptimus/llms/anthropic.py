@@ -31,12 +31,12 @@ from promptimus.llms.anthropic_format import (
     translate_options,
 )
 from promptimus.llms.capabilities import ProviderCapabilities
+from promptimus.llms.stream_checks import StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
-from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
+from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
 from promptimus.transport.openai_wire import response_body
 from promptimus.transport.rate_limit import RateLimiter, Reservation
-from promptimus.transport.retry import RetryPolicy, chained, classify
-from promptimus.transport.secret_scrub import redact_secrets
+from promptimus.transport.retry import RetryPolicy
 
 __all__ = ["Anthropic"]
 
@@ -91,7 +91,7 @@ def _thinking_config(thinking: Any, max_tokens: int) -> dict[str, Any] | None:
     return {"type": "enabled", "budget_tokens": budget}
 
 
-class Anthropic(OpenAIEndpoint):
+class Anthropic(StreamChecks):
     """Chat with a Claude model through Anthropic's Messages API.
 
     - ``api_key`` falls back to ``ANTHROPIC_API_KEY`` at first call (a missing key raises
@@ -107,6 +107,8 @@ class Anthropic(OpenAIEndpoint):
     """
 
     _request_kind = "chat"
+    _thoughts_word = "thinking"
+    _error_events_have_status = True
     provider_name = "anthropic"
     """The provider traces name (OpenTelemetry's `gen_ai.provider.name`)."""
 
@@ -310,37 +312,6 @@ class Anthropic(OpenAIEndpoint):
                 slot.release()
             raise
         return events, reader, held, received, slot, reservation
-
-    def _stream_error(
-        self, exc: Exception, received: MessageAccumulator, secrets: tuple[str, ...]
-    ) -> BaseException | None:
-        """What to raise for ``exc`` from a stream that already delivered output (``exc`` when
-        it is not a provider failure), or None when the model had finished."""
-        failure = classify(exc)
-        if failure is None:
-            return exc
-        if received.complete and failure.retryable:
-            reason = redact_secrets(failure.reason, secrets)
-            log.debug("%s: stream broke after finishing (%s)", self._context, reason)
-            return None
-        error = self.retry.translate(
-            exc, failure, context=f"{self._context} (stream interrupted)", redact=secrets
-        )
-        if failure.retryable and failure.max_retries is None and failure.status is None:
-            error = stream_interrupted(
-                received, self._context, cause=redact_secrets(failure.reason, secrets)
-            )
-        return chained(error, exc, secrets)
-
-    def _check_finished(self, received: MessageAccumulator) -> None:
-        if received.finish_reason is None:
-            raise stream_interrupted(received, self._context)
-        if not received.content.strip() and not received.tool_call_count:
-            raise EmptyReply(
-                "no text and no tool call, only thinking",
-                source=self._context,
-                finish_reason=received.finish_reason,
-            )
 
     def _ended_before_output(self, response: Any, received: MessageAccumulator) -> Exception:
         if received.complete:

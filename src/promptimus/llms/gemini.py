@@ -23,12 +23,12 @@ from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.gemini_errors import GeminiAPIError, from_sdk_error
 from promptimus.llms.gemini_format import chunk_to_delta, request_body, response_to_message
+from promptimus.llms.stream_checks import StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
-from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
+from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
 from promptimus.transport.per_loop import PerLoop
 from promptimus.transport.rate_limit import RateLimiter, Reservation
-from promptimus.transport.retry import RetryPolicy, chained, classify
-from promptimus.transport.secret_scrub import redact_secrets
+from promptimus.transport.retry import RetryPolicy
 
 __all__ = ["GEMINI_API_KEY_ENVS", "Gemini", "ThinkingOption"]
 
@@ -81,7 +81,7 @@ class _Connection:
         self.stream = f"{name}:streamGenerateContent?alt=sse"
 
 
-class Gemini(OpenAIEndpoint):
+class Gemini(StreamChecks):
     """Chat with a Gemini model through the Gemini API (``generativelanguage.googleapis.com``).
 
     - ``api_key`` falls back to ``GEMINI_API_KEY``, then ``GOOGLE_API_KEY``, at first call;
@@ -98,6 +98,7 @@ class Gemini(OpenAIEndpoint):
     """The provider traces name (OpenTelemetry's `gen_ai.provider.name`)."""
 
     _request_kind = "chat"
+    _thoughts_word = "thoughts"
 
     def __init__(
         self,
@@ -310,33 +311,6 @@ class Gemini(OpenAIEndpoint):
                 slot.release()
             raise
         return events, held, received, slot, reservation
-
-    def _stream_error(
-        self, exc: Exception, received: MessageAccumulator, secrets: tuple[str, ...]
-    ) -> BaseException | None:
-        failure = classify(exc)
-        if failure is None:
-            return exc
-        if received.complete and failure.retryable:
-            return None  # the model had finished: only trailing events were lost
-        error = self.retry.translate(
-            exc, failure, context=f"{self._context} (stream interrupted)", redact=secrets
-        )
-        if failure.retryable and failure.max_retries is None:
-            error = stream_interrupted(
-                received, self._context, cause=redact_secrets(failure.reason, secrets)
-            )
-        return chained(error, exc, secrets)
-
-    def _check_finished(self, received: MessageAccumulator) -> None:
-        if received.finish_reason is None:
-            raise stream_interrupted(received, self._context)
-        if not received.content.strip() and not received.tool_call_count:
-            raise EmptyReply(
-                "no text and no function call, only thoughts",
-                source=self._context,
-                finish_reason=received.finish_reason,
-            )
 
 
 def _says_something(delta: MessageDelta) -> bool:

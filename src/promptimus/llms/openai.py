@@ -26,20 +26,20 @@ from promptimus.llms.openai_format import (
     demands_content,
     messages_to_openai,
 )
+from promptimus.llms.stream_checks import StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
-from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN, OpenAIEndpoint
+from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
 from promptimus.transport.openai_wire import response_body, unknown_options
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.request_text import check_request_text
-from promptimus.transport.retry import RetryPolicy, chained, classify
-from promptimus.transport.secret_scrub import redact_secrets
+from promptimus.transport.retry import RetryPolicy
 
 log = logging.getLogger("promptimus.llms")
 
 T = TypeVar("T")
 
 
-class OpenAILike(OpenAIEndpoint):
+class OpenAILike(StreamChecks):
     """Chat with any OpenAI-compatible endpoint (OpenAI, vLLM, llama.cpp, Groq, OpenRouter...).
 
     - ``api_key`` falls back to the ``api_key_env`` variable (``OPENAI_API_KEY``) at first call.
@@ -276,41 +276,6 @@ class OpenAILike(OpenAIEndpoint):
                 slot.release()
             raise
         return stream, chunks, held, received, slot, reservation
-
-    def _stream_error(
-        self, exc: Exception, received: MessageAccumulator, secrets: tuple[str, ...]
-    ) -> BaseException | None:
-        """What to raise for ``exc``, raised by a stream that already delivered output (``exc``
-        itself when it is not a provider failure), or None when the model had finished and only
-        trailing chunks (usage) were lost."""
-        failure = classify(exc)
-        if failure is None:
-            return exc
-        if received.complete and failure.retryable:
-            reason = redact_secrets(failure.reason, secrets)
-            log.debug("%s: stream broke after finishing (%s)", self._context, reason)
-            return None
-        error = self.retry.translate(
-            exc, failure, context=f"{self._context} (stream interrupted)", redact=secrets
-        )
-        if failure.retryable and failure.max_retries is None:
-            # the connection broke: say what had arrived
-            error = stream_interrupted(
-                received, self._context, cause=redact_secrets(failure.reason, secrets)
-            )
-        return chained(error, exc, secrets)
-
-    def _check_finished(self, received: MessageAccumulator) -> None:
-        """A stream that ended without a finish_reason was cut off; one with neither text nor a
-        tool call (reasoning only) is empty."""
-        if received.finish_reason is None:
-            raise stream_interrupted(received, self._context)
-        if not received.content.strip() and not received.tool_call_count:
-            raise EmptyReply(
-                "no text and no tool call, only reasoning",
-                source=self._context,
-                finish_reason=received.finish_reason,
-            )
 
     def _ended_before_output(self, stream: Any, received: MessageAccumulator) -> Exception:
         """The error for a stream that ended before any chunk with text or a tool call."""

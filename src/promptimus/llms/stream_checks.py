@@ -1,0 +1,68 @@
+"""`StreamChecks`: how a provider judges a stream that ended or broke, one rule for every API.
+
+A stream is an answer only once the model finished it (a `finish_reason`) with text or a tool
+call in it; one that broke after the model finished lost only trailing events (usage) and
+stands; one that broke before is `StreamInterrupted` saying what had arrived, or the error the
+retry layer makes of the failure. Each provider names what a reply without text or calls held
+(`_thoughts_word`: reasoning, thinking, thoughts).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from ..errors import EmptyReply
+from ..transport.openai_endpoint import OpenAIEndpoint
+from ..transport.retry import chained, classify
+from ..transport.secret_scrub import redact_secrets
+from .accumulator import MessageAccumulator, stream_interrupted
+
+__all__ = ["StreamChecks"]
+
+log = logging.getLogger("promptimus.llms")
+
+
+class StreamChecks(OpenAIEndpoint):
+    """The base of the providers that stream (`OpenAILike`, `Anthropic`, `Gemini`):
+    `_stream_error` and `_check_finished` (see the module docstring)."""
+
+    _thoughts_word = "reasoning"
+    _error_events_have_status = False
+    """Whether the API sends errors inside a stream with a status (Anthropic's error events):
+    such a failure is the server's answer, not a broken connection."""
+
+    def _stream_error(
+        self, exc: Exception, received: MessageAccumulator, secrets: tuple[str, ...]
+    ) -> BaseException | None:
+        """What to raise for ``exc``, raised by a stream that already delivered output (``exc``
+        itself when it is not a provider failure), or None when the model had finished and only
+        trailing events (usage) were lost."""
+        failure = classify(exc)
+        if failure is None:
+            return exc
+        if received.complete and failure.retryable:
+            reason = redact_secrets(failure.reason, secrets)
+            log.debug("%s: stream broke after finishing (%s)", self._context, reason)
+            return None
+        error = self.retry.translate(
+            exc, failure, context=f"{self._context} (stream interrupted)", redact=secrets
+        )
+        broken = not (self._error_events_have_status and failure.status is not None)
+        if failure.retryable and failure.max_retries is None and broken:
+            # the connection broke: say what had arrived
+            error = stream_interrupted(
+                received, self._context, cause=redact_secrets(failure.reason, secrets)
+            )
+        return chained(error, exc, secrets)
+
+    def _check_finished(self, received: MessageAccumulator) -> None:
+        """A stream that ended without a finish_reason was cut off; one with neither text nor a
+        tool call (only the model's thoughts) is empty."""
+        if received.finish_reason is None:
+            raise stream_interrupted(received, self._context)
+        if not received.content.strip() and not received.tool_call_count:
+            raise EmptyReply(
+                f"no text and no tool call, only {self._thoughts_word}",
+                source=self._context,
+                finish_reason=received.finish_reason,
+            )
