@@ -63,7 +63,6 @@ from promptimus.testing.script import Fault, Route
 __all__ = ["FakeAnthropicServer", "main"]
 
 _DUMMY_KEY = "sk-ant-fake"
-_START_TIMEOUT = 10.0
 _MAX_BREAKPOINTS = 4
 _DEFAULT_STREAM_ERROR = {"message": "fake server: error while generating", "type": "server_error"}
 
@@ -78,6 +77,8 @@ class FakeAnthropicServer(FakeOpenAIServer):
     ``messages`` is the route to script (``chat`` is the same route). ``require_auth``
     answers 401 ``authentication_error`` unless ``x-api-key: <api_key>`` is sent.
     ``base_url`` is the API root (the SDK adds ``/v1/messages``)."""
+
+    _label = "fake Anthropic"
 
     def __init__(
         self,

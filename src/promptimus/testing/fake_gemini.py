@@ -22,15 +22,14 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import itertools
 import json
 import re
 import threading
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from promptimus.errors import FakeServerError
+from promptimus.testing.background import BackgroundServer
 from promptimus.testing.fake_gemini_script import GeminiCall, GeminiFault, GeminiReply
 from promptimus.testing.http import HttpConnection, HttpRequest, HttpServer
 from promptimus.testing.script import RecordedRequest, Route
@@ -38,7 +37,6 @@ from promptimus.testing.script import RecordedRequest, Route
 __all__ = ["FakeGeminiServer"]
 
 _PATH = re.compile(r"^/v1beta/(models/[^:]+):(generateContent|streamGenerateContent)$")
-_START_TIMEOUT = 10.0
 
 
 def _error(code: int, status: str, message: str, **extra: Any) -> tuple[int, dict[str, Any]]:
@@ -49,7 +47,7 @@ def _words(text: str) -> int:
     return len(text.split())
 
 
-class FakeGeminiServer:
+class FakeGeminiServer(BackgroundServer):
     """A scripted Gemini API server. Start it with ``with`` / ``async with`` or `start`."""
 
     def __init__(
@@ -87,7 +85,15 @@ class FakeGeminiServer:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
 
-    # --- lifecycle ----------------------------------------------------------------------------
+    # --- lifecycle (start, stop, with: BackgroundServer) ---------------------------------------
+
+    _label = "fake Gemini"
+
+    async def _start_http(self) -> int:
+        return await self._http.start(self.host, self._requested_port)
+
+    async def _stop_http(self) -> None:
+        await self._http.close()
 
     @property
     def port(self) -> int:
@@ -99,65 +105,6 @@ class FakeGeminiServer:
     def base_url(self) -> str:
         """The API root to give the SDK (``http_options={"base_url": ...}``) or ``Gemini``."""
         return f"http://{self.host}:{self.port}"
-
-    def start(self) -> Self:
-        if self._thread is not None:
-            return self
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="fake-gemini", daemon=True)
-        thread.start()
-        future = asyncio.run_coroutine_threadsafe(
-            self._http.start(self.host, self._requested_port), loop
-        )
-        try:
-            self._port = future.result(_START_TIMEOUT)
-        except Exception as exc:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(_START_TIMEOUT)
-            loop.close()
-            raise FakeServerError(
-                f"The fake Gemini server could not listen on {self.host}:"
-                f"{self._requested_port} ({exc}); pick another port or use port=0."
-            ) from exc
-        self._loop, self._thread = loop, thread
-        return self
-
-    def stop(self) -> None:
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(self._http.close(), loop).result(_START_TIMEOUT)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(_START_TIMEOUT)
-        if not thread.is_alive():
-            loop.close()
-        self._loop = self._thread = None
-        self._port = None
-
-    close = stop
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.stop)
 
     def clear(self) -> None:
         """Forget the recorded requests, the script and the signatures issued."""

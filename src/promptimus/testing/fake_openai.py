@@ -37,11 +37,12 @@ import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from promptimus.errors import FakeServerError
 from promptimus.testing import payloads
+from promptimus.testing.background import START_TIMEOUT as _START_TIMEOUT
+from promptimus.testing.background import BackgroundServer
 from promptimus.testing.http import HttpConnection, HttpRequest, HttpServer
 from promptimus.testing.malformed import (
     MALFORMED_KINDS,
@@ -60,10 +61,9 @@ from promptimus.testing.script import (
 __all__ = ["FakeOpenAIServer", "SpawnedServer", "main"]
 
 _DUMMY_KEY = "sk-fake"
-_START_TIMEOUT = 10.0
 
 
-class FakeOpenAIServer:
+class FakeOpenAIServer(BackgroundServer):
     """A scripted OpenAI-compatible server. Start it with ``with`` / ``async with`` or `start`.
 
     - ``models``: model ids listed by ``GET /v1/models`` (besides every model requested so far).
@@ -134,7 +134,9 @@ class FakeOpenAIServer:
             "/v1/models": ("GET", self._list_models),
         }
 
-    # --- lifecycle ----------------------------------------------------------------------------
+    # --- lifecycle (start, stop, with: BackgroundServer) ---------------------------------------
+
+    _label = "fake OpenAI"
 
     @property
     def port(self) -> int:
@@ -149,65 +151,6 @@ class FakeOpenAIServer:
     @property
     def running(self) -> bool:
         return self._port is not None
-
-    def start(self) -> Self:
-        """Start serving in a background thread with its own event loop; returns self."""
-        if self._thread is not None:
-            return self
-        loop = asyncio.new_event_loop()
-        thread = threading.Thread(target=loop.run_forever, name="fake-openai", daemon=True)
-        thread.start()
-        future = asyncio.run_coroutine_threadsafe(self._start_http(), loop)
-        try:
-            self._port = future.result(_START_TIMEOUT)
-        except Exception as exc:
-            loop.call_soon_threadsafe(loop.stop)
-            thread.join(_START_TIMEOUT)
-            loop.close()
-            raise FakeServerError(
-                f"The fake OpenAI server could not listen on {self.host}:{self._requested_port} "
-                f"({exc}); pick another port or use port=0."
-            ) from exc
-        self._loop, self._thread = loop, thread
-        return self
-
-    def stop(self) -> None:
-        """Stop serving: every open connection (stalled ones included) is closed at once."""
-        loop, thread = self._loop, self._thread
-        if loop is None or thread is None:
-            return
-        with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(self._stop_http(), loop).result(_START_TIMEOUT)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(_START_TIMEOUT)
-        if not thread.is_alive():
-            loop.close()
-        self._loop = self._thread = None
-        self._port = None
-
-    close = stop
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.stop()
-
-    async def __aenter__(self) -> Self:
-        return await asyncio.to_thread(self.start)
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await asyncio.to_thread(self.stop)
 
     async def _start_http(self) -> int:
         self._stopping = asyncio.Event()
