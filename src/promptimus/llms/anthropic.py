@@ -20,8 +20,8 @@ from typing import Any
 
 from promptimus.argument_checks import positive_int
 from promptimus.dto import Message, MessageDelta
-from promptimus.errors import EmptyReply, InvalidArgument, MalformedReply, UnknownRequestOption
-from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
+from promptimus.errors import InvalidArgument, UnknownRequestOption
+from promptimus.llms.accumulator import MessageAccumulator
 from promptimus.llms.anthropic_client import AnthropicClientFactory, read_events
 from promptimus.llms.anthropic_format import (
     StreamReader,
@@ -312,20 +312,6 @@ class Anthropic(StreamChecks):
                 slot.release()
             raise
         return events, reader, held, received, slot, reservation
-
-    def _ended_before_output(self, response: Any, received: MessageAccumulator) -> Exception:
-        if received.complete:
-            return EmptyReply(
-                "the stream finished with nothing in it", finish_reason=received.finish_reason
-            )
-        if not received.chunks:
-            kind = str(response.headers.get("content-type", "")).split(";", 1)[0].strip()
-            if kind and kind != "text/event-stream":
-                return MalformedReply(
-                    f"the stream request was answered with a {kind} body instead of an event "
-                    "stream (a proxy's error page, or a server that does not stream)"
-                )
-        return stream_interrupted(received, self._context)
 
 
 _END: Any = object()

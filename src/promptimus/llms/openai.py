@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 from promptimus._compat_seam import compat_calls
 from promptimus.dto import Message, MessageDelta
-from promptimus.errors import EmptyReply, MalformedReply, PromptimusError, UnknownRequestOption
-from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
+from promptimus.errors import PromptimusError, UnknownRequestOption
+from promptimus.llms.accumulator import MessageAccumulator
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.openai_format import (
     chunk_to_delta,
@@ -276,23 +276,6 @@ class OpenAILike(StreamChecks):
                 slot.release()
             raise
         return stream, chunks, held, received, slot, reservation
-
-    def _ended_before_output(self, stream: Any, received: MessageAccumulator) -> Exception:
-        """The error for a stream that ended before any chunk with text or a tool call."""
-        if received.complete:
-            return EmptyReply(
-                "the stream finished with nothing in it", finish_reason=received.finish_reason
-            )
-        if not received.chunks:
-            response = getattr(stream, "response", None)
-            headers = getattr(response, "headers", None) or {}
-            kind = str(headers.get("content-type", "")).split(";", 1)[0].strip()
-            if kind and kind != "text/event-stream":
-                return MalformedReply(
-                    f"the stream request was answered with a {kind} body instead of an event "
-                    "stream (a proxy's error page, or a server that does not stream)"
-                )
-        return stream_interrupted(received, self._context)
 
 
 _END: Any = object()

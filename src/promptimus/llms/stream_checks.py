@@ -10,8 +10,9 @@ retry layer makes of the failure. Each provider names what a reply without text 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
-from ..errors import EmptyReply
+from ..errors import EmptyReply, MalformedReply
 from ..transport.openai_endpoint import OpenAIEndpoint
 from ..transport.retry import chained, classify
 from ..transport.secret_scrub import redact_secrets
@@ -66,3 +67,23 @@ class StreamChecks(OpenAIEndpoint):
                 source=self._context,
                 finish_reason=received.finish_reason,
             )
+
+    def _ended_before_output(self, answer: Any, received: MessageAccumulator) -> Exception:
+        """The error for a stream that ended before any event with text or a tool call:
+        `answer` is the HTTP response (or the SDK's stream, which holds it), whose content type
+        tells a proxy's error page from a stream that was cut."""
+        if received.complete:
+            return EmptyReply(
+                "the stream finished with nothing in it", finish_reason=received.finish_reason
+            )
+        if not received.chunks:
+            headers = getattr(answer, "headers", None)
+            if headers is None:
+                headers = getattr(getattr(answer, "response", None), "headers", None)
+            kind = str((headers or {}).get("content-type", "")).split(";", 1)[0].strip()
+            if kind and kind != "text/event-stream":
+                return MalformedReply(
+                    f"the stream request was answered with a {kind} body instead of an event "
+                    "stream (a proxy's error page, or a server that does not stream)"
+                )
+        return stream_interrupted(received, self._context)
