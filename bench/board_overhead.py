@@ -1,19 +1,24 @@
 """What `promptimus.board.record` costs a run: the same agent runs with and without recording,
 interleaved in one process, and the ratio of their medians.
 
-    uv run python bench/board_overhead.py [--runs 40] [--repeats 7]
+    uv run python bench/board_overhead.py [--runs 40] [--repeats 15]
 
-Two workloads, each an agent run with one tool call and two model calls (6 spans per run):
+Three workloads, each an agent run with one tool call and two model calls (6 spans per run):
 
-- over HTTP: the model is the fake OpenAI server on 127.0.0.1 (no latency added), so the run
-  pays a real request, JSON and the SDK, as with a real provider, but with no network time:
-  a real model's hundreds of milliseconds would make the ratio closer still to 1;
-- in process: a `ScriptedLLM` answers at once. Nothing but the framework runs, so this is the
-  worst case: recording's share of a run that does nothing else.
+- a fast model: the fake OpenAI server on 127.0.0.1, in a process of its own as a real provider
+  is, answering each request after 20 ms (hosted models take ten times that and more). This is
+  the figure for real use.
+- over HTTP: the same server answering at once. The run pays a real request, JSON and the SDK
+  but no network or model time, and the server shares the machine's cores with the run.
+- in process: a `ScriptedLLM` answers at once and nothing waits. Nothing but the framework
+  runs, so this is the worst case: recording's whole CPU cost set against a run that does no
+  other work.
 
-Each repeat times `--runs` runs without recording and `--runs` with it (each first in turn),
-the writer's flush included (so work the background thread does is counted, not left after
-the clock stops); opening and closing the file, once per process in real use, are not timed.
+Recording does little on the calling thread (it notes what happened); a background thread
+makes the rows and writes them, mostly while the run waits for the model. Each repeat times
+`--runs` runs without recording and `--runs` with it (each first in turn), the writer's flush
+included, so whatever the background thread still had to do is counted, not left after the
+clock stops; opening and closing the file, once per process in real use, are not timed.
 Printed: the ratio of the medians, and of the fastest blocks (the least disturbed on a busy
 machine).
 """
@@ -23,18 +28,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+from child_server import serve, spawned
+
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.board import record
 from promptimus.dto import Message, MessageRole, ToolRequest
 from promptimus.llms import OpenAILike
 from promptimus.llms.scripted import ScriptedLLM
-from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
+from promptimus.testing import Reply, ToolCall
 from promptimus.tools.tool import Tool
 
 
@@ -100,21 +108,25 @@ async def compare(
     return ratio
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--runs", type=int, default=40)
-    parser.add_argument("--repeats", type=int, default=15)
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp, FakeOpenAIServer(record=False) as srv:
+async def main(args: argparse.Namespace) -> None:
+    tools = [Tool(lookup)]
+    command = [sys.executable, __file__, "--serve"]
+    with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        srv.chat.respond_with(http_reply)
-        llm = OpenAILike("fake-model", api_key="sk-fake", base_url=srv.base_url)
-        tools = [Tool(lookup)]
+        with spawned([*command, "--latency", "0.02"]) as url:
+            slow = OpenAILike("fake-model", api_key="sk-fake", base_url=url)
 
-        def over_http() -> Any:
-            return OpenaiToolCallingAgent("You help.", tools).with_llm(llm)
+            def fast_model() -> Any:
+                return OpenaiToolCallingAgent("You help.", tools).with_llm(slow)
 
-        await compare("over HTTP", over_http, args.runs, args.repeats, folder)
+            await compare("fast model", fast_model, max(args.runs // 4, 1), args.repeats, folder)
+        with spawned(command) as url:
+            llm = OpenAILike("fake-model", api_key="sk-fake", base_url=url)
+
+            def over_http() -> Any:
+                return OpenaiToolCallingAgent("You help.", tools).with_llm(llm)
+
+            await compare("over HTTP", over_http, args.runs, args.repeats, folder)
         scripted = ScriptedLLM(scripted_reply, model_name="scripted")
 
         def in_process() -> Any:
@@ -124,4 +136,13 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--serve", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--latency", type=float, default=0.0, help=argparse.SUPPRESS)
+    arguments = parser.parse_args()
+    if arguments.serve:  # the model server's own process
+        serve(http_reply, arguments.latency)
+    else:
+        asyncio.run(main(arguments))

@@ -16,10 +16,10 @@ from typing import Any
 from promptimus.testing import FakeOpenAIServer
 
 
-def serve(respond: Callable[[dict[str, Any]], Any]) -> None:
-    """Serve chat completions answered by `respond(request body)` until interrupted; prints
-    ``READY <base url>`` once listening."""
-    server = FakeOpenAIServer(record=False)
+def serve(respond: Callable[[dict[str, Any]], Any], latency: float = 0.0) -> None:
+    """Serve chat completions answered by `respond(request body)`, each `latency` seconds
+    late, until interrupted; prints ``READY <base url>`` once listening."""
+    server = FakeOpenAIServer(record=False, latency=latency)
     server.chat.respond_with(respond)
     with contextlib.suppress(KeyboardInterrupt):
         asyncio.run(server.serve_forever(lambda url: print(f"READY {url}", flush=True)))

@@ -172,3 +172,36 @@ def test_a_folder_is_not_a_board_file(tmp_path: Path) -> None:
         record(tmp_path)
     with pytest.raises(InvalidArgument, match="batch_seconds"):
         record(tmp_path / "runs.sqlite", batch_seconds=float("nan"))
+
+
+class Keeper(Module):
+    """Appends to the list it was given after the call: what was recorded must not change."""
+
+    async def forward(self, notes: list[str]) -> list[str]:
+        return [note.upper() for note in notes]
+
+
+async def test_what_a_call_was_given_is_recorded_as_it_was_then(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    notes = ["one"]
+    with record(path, batch_seconds=10) as recording:
+        answer = await Keeper()(notes)
+        notes.append("added later")  # before the writer thread has read the call
+        answer.append("ADDED LATER")
+        recording.flush()
+    [span] = table(path, "SELECT input, output FROM spans")
+    assert (json.loads(span["input"]), json.loads(span["output"])) == (["one"], ["ONE"])
+
+
+async def test_two_recordings_into_one_file_keep_every_span(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    for n in range(2):  # as two processes would, one after the other or at once
+        with record(path):
+            await agent(fake_openai).run(f"run {n}")
+    runs = table(path, "SELECT id, request FROM runs ORDER BY started")
+    assert [r["request"] for r in runs] == ["run 0", "run 1"]
+    spans = table(path, "SELECT id, run_id FROM spans")
+    assert len({s["id"] for s in spans}) == len(spans) == 6  # each: agent, prompt, model
+    assert {s["run_id"] for s in spans} == {r["id"] for r in runs}

@@ -3,12 +3,14 @@ file for the board (see `store.py` for the tables).
 
 It plugs into the two seams tracing uses, patching nothing: the module call interceptor (a span
 per module call; an outermost call is a run) and the provider call observers (a span per model,
-embedding or rerank request, with its messages, reply, usage and cost). When a call ends, its
-row is made on the calling thread (JSON text, secrets redacted: tens of microseconds) and put on
-a queue; a background thread writes the rows in batches, one transaction per batch, within
-`batch_seconds`. (Making the rows on that thread instead would hold the interpreter lock against
-the runs.) `flush()`, `close()` (also at the end of `with record(...)`) and the interpreter's
-exit write whatever is queued, so a run that finished is never lost.
+embedding or rerank request, with its messages, reply, usage and cost). The calling thread only
+notes what happened (references to the arguments, result or error, two clock readings: a few
+microseconds a call) and puts it on a queue; a background thread names each span, turns its values
+into JSON (a message once per batch, however many histories hold it) and writes the batch in one
+transaction, within `batch_seconds`, mostly while the runs wait for their model. Lists a call was
+given or returned are copied when it happens, so a memory appending to a history later does not
+change what was recorded. `flush()`, `close()` (also at the end of `with record(...)`) and the
+interpreter's exit write whatever is queued, so a run that finished is never lost.
 
 Secrets: the keys every provider holds (`provider.secrets()`), and the values of environment
 variables whose names say KEY, TOKEN, SECRET or PASSWORD, are replaced by `[REDACTED]` in every
@@ -20,7 +22,7 @@ from __future__ import annotations
 
 import atexit
 import contextvars
-import json
+import itertools
 import logging
 import os
 import queue
@@ -35,7 +37,8 @@ from typing import Any
 
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
 from ..core.module import Module
-from ..dto.message import History, Message
+from ..dto.message import Message
+from ..dto.usage import Usage
 from ..errors import ApprovalRequired, InvalidArgument
 from ..observe.module_path import absolute_path
 from ..observe.pricing import Pricing, check_pricing, cost_of
@@ -51,46 +54,51 @@ _log = logging.getLogger(__name__)
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
 _PROVIDER_KIND = {"llm": "LLM", "embedding": "EMBEDDING", "rerank": "RERANKER"}
 _MAX_BATCH = 2000
-_LEAN: Any = {"__all__": {"thinking"}}
 
 
 class _Span:
-    """One module or provider call while it runs; its row is made when it ends."""
+    """One module or provider call. The calling thread only fills in what happened (references,
+    times); the writer thread names it, gives it its id and turns it into a row."""
 
     __slots__ = (
         "_root",
         "args",
-        "completion_tokens",
+        "call_kind",
         "cost",
         "ended",
         "error",
         "id",
         "kind",
         "model",
+        "module",
         "name",
         "output",
         "parent",
-        "prompt_tokens",
+        "provider",
         "started",
         "tokens",
+        "usage",
     )
 
-    def __init__(self, name: str, kind: str, parent: _Span | None, args: Any) -> None:
-        self.id = uuid.uuid4().hex[:16]
-        self.name = name
-        self.kind = kind
+    def __init__(self, module: Module | None, kind: str | None, parent: _Span | None) -> None:
+        self.module = module
+        self.kind = kind  # a module call's is found by the writer
         self.parent = parent
         self._root = None if parent is None else parent.run  # not `self`: no reference cycle
-        self.args = args
         self.started = time.time()
         self.ended: float | None = None
+        self.args: Any = None
         self.output: Any = None
         self.error: BaseException | None = None
+        self.call_kind: str | None = None  # "llm", "embedding", "rerank" for a provider call
+        self.provider: Any = None
         self.model: str | None = None
-        self.prompt_tokens: int | None = None
-        self.completion_tokens: int | None = None
-        self.cost: float | None = None
+        self.usage: Usage | None = None
+        # set by the writer thread alone
+        self.id: str | None = None
+        self.name: str | None = None
         self.tokens = 0  # on a run's root: the tokens of every model call in it
+        self.cost: float | None = None
 
     @property
     def run(self) -> _Span:
@@ -129,7 +137,9 @@ class Recording:
         )
         self.batch_seconds = float(batch_seconds)
         self.written = 0  # rows written so far (spans and runs)
-        self._seen_providers: set[int] = set()
+        # span ids: unique across the processes writing one file, cheap to make
+        self._id_prefix = uuid.uuid4().hex[:8]
+        self._ids = itertools.count(1)
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._hurry = threading.Event()  # set by flush and close: write now
         self._file = SQLiteFile(self.path, busy_timeout=30.0)
@@ -180,78 +190,52 @@ class Recording:
         return f"Recording({str(self.path)!r}, active={self.active})"
 
     # ------------------------------------------------------------------ the seams
+    # On the calling thread: a few attribute writes and a queue put per call. Lists are copied
+    # (a memory appends to the list a prompt was called with, after the call).
 
     async def _intercept(
         self, module: Module, call_next: CallNext, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         parent = _current.get()
-        for provider in module.own_providers().values():
-            self._learn_secrets(provider)
-        span = _Span(absolute_path(module), _module_kind(module), parent, (args, kwargs))
+        span = _Span(module, None, parent)
+        span.args = (_copied(args), {key: _copy(value) for key, value in kwargs.items()})
+        put = self._queue.put
         if parent is None:
-            self._put("run", span)
+            put(("run", span))  # shown as running until it ends
         token = _current.set(span)
         try:
-            span.output = await call_next(args, kwargs)
-            return span.output
+            output = await call_next(args, kwargs)
         except BaseException as exc:
             span.error = exc
             raise
+        else:
+            span.output = _copy(output)
+            return output
         finally:
             _current.reset(token)
-            span.ended = time.time()
-            self._put("span", span)
-            if parent is None:
-                self._put("run", span)
+            span.ended = time.time()  # last: the writer reads a span as ended once this is set
+            put(("end", span))
 
     def on_start(self, call: ProviderCall) -> None:
-        self._learn_secrets(call.provider)
-        parent = _current.get()
-        where = absolute_path(call.module) if call.module is not None else "root"
-        kind = _PROVIDER_KIND.get(call.kind, call.kind.upper())
-        inputs = list(call.inputs) if call.kind != "rerank" else call.inputs
-        span = _Span(f"{where}.{call.kind}", kind, parent, inputs)
+        kind = _PROVIDER_KIND.get(call.kind) or call.kind.upper()
+        span = _Span(call.module, kind, _current.get())
+        span.call_kind = call.kind
+        span.provider = call.provider
+        span.args = list(call.inputs) if call.kind != "rerank" else call.inputs
         call.state[self] = span
 
     def on_end(self, call: ProviderCall) -> None:
         span = call.state.pop(self, None)
         if not isinstance(span, _Span):
             return
+        span.output, span.error, span.model, span.usage = (
+            call.output,
+            call.error,
+            call.model,
+            call.usage,
+        )
         span.ended = time.time()
-        span.output, span.error, span.model = call.output, call.error, call.model
-        usage = call.usage
-        if usage is not None:
-            span.prompt_tokens = usage.prompt_tokens
-            span.completion_tokens = usage.completion_tokens if call.kind == "llm" else None
-            span.cost = cost_of(self.pricing, call.model, usage)
-            span.run.tokens += usage.total_tokens
-            if span.cost is not None:
-                span.run.cost = (span.run.cost or 0.0) + span.cost
-        self._put("span", span)
-        if span.parent is None:  # a model called outside any module: a run of its own
-            self._put("run", span)
-
-    def _put(self, kind: str, span: _Span) -> None:
-        """Queue a span's or a run's row for the writer thread. The values are turned into
-        text here, on the calling thread: a thread of pure Python work beside the runs would
-        hold the interpreter lock against them, which costs them more than the work itself."""
-        try:
-            row = self._span_row(span) if kind == "span" else self._run_row(span)
-        except Exception:  # recording must never break or change the user's call
-            _log.debug("promptimus.board could not record %s", span.name, exc_info=True)
-            return
-        self._queue.put((kind, json.dumps(row, ensure_ascii=False)))
-
-    def _learn_secrets(self, provider: Any) -> None:
-        if id(provider) in self._seen_providers:
-            return
-        self._seen_providers.add(id(provider))
-        secrets = getattr(provider, "secrets", None)
-        if callable(secrets):
-            try:
-                self.encoder.add_secrets(value for value in secrets() if isinstance(value, str))
-            except Exception:
-                _log.debug("could not read a provider's secrets", exc_info=True)
+        self._queue.put(("end", span))
 
     # ------------------------------------------------------------------ the writer thread
 
@@ -278,85 +262,202 @@ class Recording:
         self._file.close()
 
     def _write(self, batch: list[Any]) -> None:
-        """One transaction for the batch, each table's rows passed as one JSON array: the
-        thread takes the interpreter lock a few times per batch rather than twice a row (each
-        time it does, a busy run may wait for it)."""
-        spans: list[str] = []
-        runs: list[str] = []
-        for item in batch:
-            if isinstance(item, tuple):
-                (spans if item[0] == "span" else runs).append(item[1])
-        if not spans and not runs:
+        """Turn the batch's spans into rows and write them in one transaction, each table's
+        rows passed as one JSON array."""
+        items = [item for item in batch if isinstance(item, tuple)]
+        if not items:
+            return
+        self._learn_secrets(items)
+        rows = _Rows(self, self.encoder)
+        spans: list[tuple[Any, ...]] = []
+        runs: dict[int, _Span] = {}  # each run's row once per batch, made after its spans
+        paths: dict[int, str] = {}
+        for tag, span in items:
+            try:
+                self._name(span, paths)
+                if tag == "end":
+                    self._count(span)
+                    spans.append(rows.span(span))
+                if span.parent is None:
+                    runs[id(span)] = span
+            except Exception:  # a value that cannot be read must not cost the others
+                _log.debug("promptimus.board could not record %s", span.name, exc_info=True)
+        run_rows: list[tuple[Any, ...]] = []
+        for span in runs.values():
+            try:
+                run_rows.append(rows.run(span))
+            except Exception:
+                _log.debug("promptimus.board could not record run %s", span.name, exc_info=True)
+        if not spans and not run_rows:
             return
         with self._file.using() as db:
             self._file.begin(db)
             try:
                 if spans:
-                    db.execute(_INSERT_SPANS, ("[" + ",".join(spans) + "]",))
-                if runs:
-                    db.execute(_INSERT_RUNS, ("[" + ",".join(runs) + "]",))
+                    db.executemany(_INSERT_SPANS, spans)
+                if run_rows:
+                    db.executemany(_INSERT_RUNS, run_rows)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-        self.written += len(spans) + len(runs)
+        self.written += len(spans) + len(run_rows)
 
-    def _span_row(self, span: _Span) -> tuple[Any, ...]:
-        enc = self.encoder
+    def span_id(self, span: _Span | None) -> str | None:
+        if span is None:
+            return None
+        if span.id is None:
+            span.id = f"{self._id_prefix}{next(self._ids):08x}"
+        return span.id
+
+    def _name(self, span: _Span, paths: dict[int, str]) -> None:
+        """The span's name (its module's path) and kind; `paths` holds the batch's paths, by
+        module (the batch holds the modules, so no id is reused while it is written)."""
+        if span.name is not None:
+            return
+        module = span.module
+        where = "root"
+        if module is not None:
+            known = paths.get(id(module))
+            where = paths[id(module)] = absolute_path(module) if known is None else known
+        if span.call_kind is None:
+            assert module is not None
+            span.kind = _module_kind(module)
+            span.name = where
+        else:
+            span.name = f"{where}.{span.call_kind}"
+
+    def _count(self, span: _Span) -> None:
+        """Add a model call's tokens and cost to its run's."""
+        usage = span.usage
+        if usage is None or span.call_kind is None:
+            return
+        span.cost = cost_of(self.pricing, span.model, usage)
+        run = span.run
+        run.tokens += usage.total_tokens
+        if span.cost is not None:
+            run.cost = (run.cost or 0.0) + span.cost
+
+    def _learn_secrets(self, items: list[tuple[str, _Span]]) -> None:
+        """The keys of every provider the batch's calls used or could use, before any of its
+        rows is made."""
+        providers: dict[int, Any] = {}  # held here, so no id is reused while this runs
+        for _, span in items:
+            if span.provider is not None:
+                providers[id(span.provider)] = span.provider
+            elif span.module is not None:
+                for provider in span.module.own_providers().values():
+                    providers[id(provider)] = provider
+        for provider in providers.values():
+            secrets = getattr(provider, "secrets", None)
+            if callable(secrets):
+                try:
+                    self.encoder.add_secrets(v for v in secrets() if isinstance(v, str))
+                except Exception:
+                    _log.debug("could not read a provider's secrets", exc_info=True)
+
+
+class _Rows:
+    """Makes one batch's rows. A message is turned into JSON once per batch, however many
+    histories hold it (a tool loop sends the same messages with every call)."""
+
+    __slots__ = ("_messages", "enc", "recording")
+
+    def __init__(self, recording: Recording, enc: ValueEncoder) -> None:
+        self.recording = recording
+        self.enc = enc
+        self._messages: dict[int, tuple[Message, str]] = {}
+
+    def message(self, message: Message) -> str:
+        """The message as JSON, secrets redacted, not cut. Fields left at their defaults, and
+        the raw thinking blocks only the provider needs back, are left out."""
+        known = self._messages.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        raw = message.model_dump_json(
+            exclude_none=True, exclude_defaults=True, exclude={"thinking"}
+        )
+        text = self.enc.redact(raw)
+        self._messages[id(message)] = (message, text)
+        return text
+
+    def value(self, value: Any) -> str | None:
+        """Any value as JSON text, messages and lists of messages through `message`."""
+        if value is None:
+            return None
+        if isinstance(value, Message):
+            return self.enc.cut(self.message(value))
+        if type(value) is list and value and all(isinstance(m, Message) for m in value):
+            return self.enc.cut("[" + ",".join(self.message(m) for m in value) + "]")
+        return self.enc.json(value)
+
+    def span(self, span: _Span) -> tuple[Any, ...]:
+        ids = self.recording.span_id
         inputs: str | None
-        output: str | None
-        if span.kind in _PROVIDER_KIND.values():
-            inputs = _messages_json(enc, span.args) if span.kind == "LLM" else enc.json(span.args)
-            output = None if span.output is None else _message_json(enc, span.output)
+        if span.call_kind is not None:
+            inputs = self.value(span.args)
+            output = self.value(span.output)
         else:
             args, kwargs = span.args
-            inputs = _encode(enc, call_input(args, kwargs))
-            output = None if span.output is None else _encode(enc, _plain_output(span.output))
+            inputs = self.value(call_input(args, kwargs))
+            output = self.value(_plain_output(span.output))
+        usage = span.usage
         return (
-            span.id,
-            span.run.id,
-            None if span.parent is None else span.parent.id,
+            ids(span),
+            ids(span.run),
+            ids(span.parent),
             span.name,
             span.kind,
             span.started,
             span.ended,
             _status(span),
-            self._error_text(span.error, full=True),
+            self.error(span, full=True),
             inputs,
             output,
             span.model,
-            span.prompt_tokens,
-            span.completion_tokens,
+            None if usage is None else usage.prompt_tokens,
+            usage.completion_tokens if usage is not None and span.call_kind == "llm" else None,
             span.cost,
         )
 
-    def _run_row(self, span: _Span) -> tuple[Any, ...]:
-        enc = self.encoder
+    def run(self, span: _Span) -> tuple[Any, ...]:
         ended = span.ended
         answer = None
         if ended is not None and span.error is None and span.output is not None:
-            answer = _encode(enc, _answer(span.output))
+            answer = self.value(_answer(span.output))
         return (
-            span.id,
+            self.recording.span_id(span),
             span.name,
-            _request_text(enc, span),
+            _request_text(self.enc, span),
             _status(span) if ended is not None else "running",
             span.started,
             ended,
             span.tokens,
             span.cost,
-            self._error_text(span.error, full=False),
+            self.error(span, full=False),
             answer,
         )
 
-    def _error_text(self, error: BaseException | None, *, full: bool) -> str | None:
-        if error is None or isinstance(error, ApprovalRequired):
+    def error(self, span: _Span, *, full: bool) -> str | None:
+        error = span.error
+        if span.ended is None or error is None or isinstance(error, ApprovalRequired):
             return None
         if full:
             text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         else:
             text = f"{type(error).__name__}: {error}"
-        return self.encoder.text(redact_secrets(text, self.encoder.secrets))
+        return self.enc.text(redact_secrets(text, self.enc.secrets))
+
+
+def _copy(value: Any) -> Any:
+    return list(value) if type(value) is list else value
+
+
+def _copied(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    for value in args:
+        if type(value) is list:
+            return tuple(_copy(v) for v in args)
+    return args
 
 
 def record(
@@ -421,35 +522,9 @@ def call_input(args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> Any:
     return {"args": list(args), "kwargs": shown} if shown else list(args)
 
 
-def _encode(enc: ValueEncoder, value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, Message):
-        return _message_json(enc, value)
-    return enc.json(value)
-
-
-def _message_json(enc: ValueEncoder, message: Any) -> str:
-    if isinstance(message, Message):
-        raw = message.model_dump_json(
-            exclude_none=True, exclude_defaults=True, exclude={"thinking"}
-        )
-        return enc.text(raw)
-    return enc.json(message)
-
-
-def _messages_json(enc: ValueEncoder, messages: Any) -> str:
-    """Messages as JSON in one pass of pydantic's serializer: fields left at their defaults,
-    and the raw thinking blocks only the provider needs back, are left out."""
-    if isinstance(messages, list) and all(isinstance(m, Message) for m in messages):
-        raw = History.dump_json(
-            messages, exclude_none=True, exclude_defaults=True, exclude=_LEAN
-        ).decode()
-        return enc.text(raw)
-    return enc.json(messages)
-
-
 def _plain_output(output: Any) -> Any:
+    if output is None or isinstance(output, str | Message):
+        return output
     status = getattr(output, "status", None)
     if isinstance(status, str) and hasattr(output, "pending") and hasattr(output, "record"):
         if status == "completed":
@@ -475,6 +550,8 @@ def _status(span: _Span) -> str:
         return "needs_approval"
     if span.error is not None:
         return "error"
+    if span.output is None or isinstance(span.output, str | Message):
+        return "ok"
     status = getattr(span.output, "status", None)
     if status == "needs_approval":
         return "needs_approval"
@@ -482,7 +559,7 @@ def _status(span: _Span) -> str:
 
 
 def _request_text(enc: ValueEncoder, span: _Span) -> str:
-    if span.kind in _PROVIDER_KIND.values():
+    if span.call_kind is not None:
         messages = span.args if isinstance(span.args, list) else []
     else:
         value = call_input(*span.args)
@@ -498,10 +575,5 @@ def _request_text(enc: ValueEncoder, span: _Span) -> str:
     return "" if value is None else (enc.json(value) if not isinstance(value, str) else value)
 
 
-def _insert_from_json(table: str, columns: int) -> str:
-    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(columns))
-    return f"INSERT OR REPLACE INTO {table} SELECT {values} FROM json_each(?)"
-
-
-_INSERT_SPANS = _insert_from_json("spans", 15)
-_INSERT_RUNS = _insert_from_json("runs", 10)
+_INSERT_SPANS = f"INSERT OR REPLACE INTO spans VALUES ({', '.join('?' * 15)})"
+_INSERT_RUNS = f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * 10)})"

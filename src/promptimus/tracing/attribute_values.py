@@ -43,9 +43,17 @@ class ValueEncoder:
                 self.secrets.add(value)
 
     def text(self, value: str) -> str:
+        return self.cut(self.redact(value))
+
+    def redact(self, value: str) -> str:
+        """`value` with every known secret replaced by `[REDACTED]`."""
         for secret in self.secrets:
             if secret in value:
                 value = value.replace(secret, REDACTED)
+        return value
+
+    def cut(self, value: str) -> str:
+        """`value`, cut at the limit with a note saying how much was dropped."""
         if len(value) > self.max_chars:
             dropped = len(value) - self.max_chars
             value = f"{value[: self.max_chars]}… [truncated {dropped} characters]"
