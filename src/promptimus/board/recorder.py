@@ -198,7 +198,7 @@ class Recording:
     ) -> Any:
         parent = _current.get()
         span = _Span(module, None, parent)
-        span.args = (_copied(args), {key: _copy(value) for key, value in kwargs.items()})
+        span.args = (_copied(args), _copied_kwargs(kwargs))
         put = self._queue.put
         if parent is None:
             put(("run", span))  # shown as running until it ends
@@ -451,6 +451,13 @@ class _Rows:
 
 def _copy(value: Any) -> Any:
     return list(value) if type(value) is list else value
+
+
+def _copied_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
+    for value in kwargs.values():
+        if type(value) is list:
+            return {key: _copy(v) for key, v in kwargs.items()}
+    return kwargs  # made for this call alone: nothing changes it afterwards
 
 
 def _copied(args: tuple[Any, ...]) -> tuple[Any, ...]:
