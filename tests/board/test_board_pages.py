@@ -269,10 +269,18 @@ def test_approve_finishes_the_paused_run_with_its_tool_run_once(
             break
         assert time.monotonic() < deadline, page.content()
         time.sleep(0.2)
+    assert page.locator("#runs tbody .badge.resumed").count() == 1  # shown as a continuation
     page.locator("#runs tbody a").click()
     page.wait_for_url("**/runs/*")
     assert page.locator("pre.answer").inner_text() == "Refunded 30 EUR for order 42."
     assert "refunded 42" in page.locator(".tools").inner_text()
+    assert page.locator("pre.text").first.inner_text() == "Refund order 42"
+    resumed = page.url
+    page.locator("dd.continues a").click()  # to the run that paused, and back
+    page.wait_for_url("**/runs/*")
+    assert page.locator(".facts .badge.needs_approval").count() == 1
+    page.locator("dd.continued a").click()
+    page.wait_for_url(resumed)
 
 
 def test_two_checkpoints_side_by_side_with_their_diff(

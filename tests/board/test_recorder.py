@@ -205,3 +205,55 @@ async def test_two_recordings_into_one_file_keep_every_span(
     spans = table(path, "SELECT id, run_id FROM spans")
     assert len({s["id"] for s in spans}) == len(spans) == 6  # each: agent, prompt, model
     assert {s["run_id"] for s in spans} == {r["id"] for r in runs}
+
+
+async def test_a_resumed_run_is_linked_to_the_run_that_paused(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    def refund(order: int) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    llm = OpenAILike("fake-model", api_key=KEY, base_url=fake_openai.base_url)
+    tools = [Tool(refund, requires_approval=True)]
+    refunds = OpenaiToolCallingAgent("You refund.", tools).with_llm(llm)
+    fake_openai.chat.script(
+        Reply(tool_calls=[ToolCall("refund", {"order": 9}, id="r1")]), "Refunded order 9."
+    )
+    path = tmp_path / "runs.sqlite"
+    with record(path):
+        paused = await refunds.run("Refund order 9")
+        assert paused.status == "needs_approval" and paused.state is not None
+        done = await refunds.run(resume=paused.state, approvals={"r1": True})
+        assert done.status == "completed"
+
+    first, second = table(path, "SELECT * FROM runs ORDER BY started")
+    assert (first["status"], first["paused_state"], first["resumes"]) == (
+        "needs_approval",
+        paused.state.id,
+        None,
+    )
+    assert (second["status"], second["paused_state"], second["resumes"]) == (
+        "ok",
+        None,
+        paused.state.id,
+    )
+    assert second["request"] == "Refund order 9"  # the paused run's, not an empty one
+    assert json.loads(second["answer"]) == "Refunded order 9."
+
+
+def test_a_file_from_an_earlier_version_gains_the_new_columns(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    db = sqlite3.connect(path)
+    db.execute(
+        "CREATE TABLE runs (id TEXT PRIMARY KEY, name TEXT NOT NULL, request TEXT NOT NULL "
+        "DEFAULT '', status TEXT NOT NULL, started REAL NOT NULL, ended REAL, tokens INTEGER "
+        "NOT NULL DEFAULT 0, cost REAL, error TEXT, answer TEXT)"
+    )
+    db.execute("INSERT INTO runs (id, name, status, started) VALUES ('old', 'root', 'ok', 1.0)")
+    db.commit()
+    db.close()
+    with record(path):
+        pass
+    [old] = table(path, "SELECT * FROM runs")
+    assert (old["id"], old["paused_state"], old["resumes"]) == ("old", None, None)

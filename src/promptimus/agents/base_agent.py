@@ -51,7 +51,7 @@ from .loop.run import drive
 from .nesting import DEFAULT_MAX_NESTING, check_max_nesting, nested_run
 from .run_record import capture_records, recording
 from .run_result import RunResult
-from .run_state import Approval, RunState
+from .run_state import Approval, RunState, resuming_from
 from .step_hooks import StepHook
 from .tool_limits import DEFAULT_MAX_TOOL_CONCURRENCY, ToolSlots, check_tool_limit
 
@@ -220,7 +220,8 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
                 if plan is None:
                     output = await self.forward(request, deps, **prompt_vars)  # type: ignore[arg-type]
                 else:
-                    output = await self._call(_resume_body(plan), (None, deps), prompt_vars)
+                    with resuming_from(plan.state):
+                        output = await self._call(_resume_body(plan), (None, deps), prompt_vars)
             except SubAgentPaused:
                 raise
             except ApprovalRequired as paused:
@@ -284,7 +285,8 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
             return await agent._drive(request, deps, prompt_vars, plan, record, queue.put_nowait)
 
         try:
-            output = await self._call(body, (request, deps), prompt_vars)
+            with resuming_from(None if plan is None else plan.state):
+                output = await self._call(body, (request, deps), prompt_vars)
         except SubAgentPaused as exc:
             queue.put_nowait(_End(exc))
         except ApprovalRequired as paused:

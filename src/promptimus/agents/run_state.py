@@ -17,11 +17,13 @@ class and tool names), so another agent refuses it, and it can be resumed once (
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import hashlib
 import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -33,7 +35,7 @@ from ..dto.run_record import RunRecord
 from ..errors import InvalidArgument, MissingApproval, RunStateError, RunStateMismatch
 from .run_state_format import FORMAT, PausedCallData, StateFormatError, read_state_document
 
-__all__ = ["Approval", "PendingToolCall", "RunState"]
+__all__ = ["Approval", "PendingToolCall", "RunState", "resuming"]
 
 Approval = bool | str
 """A person's decision on one pending call: True (run it), False (deny), or a reason (deny)."""
@@ -268,3 +270,28 @@ def _describe(exc: Exception) -> str:
 
 def _ids(keys: Iterable[str]) -> str:
     return ", ".join(repr(k) for k in keys)
+
+
+_resuming: contextvars.ContextVar[RunState | None] = contextvars.ContextVar(
+    "promptimus_resuming", default=None
+)
+
+
+def resuming() -> RunState | None:
+    """The paused run's state the agent run under way resumes (`run(resume=...)` or
+    `stream(resume=...)`), None in a new run. Observers (the board's recorder) read it to show
+    a resumed run as the continuation of the run that paused."""
+    return _resuming.get()
+
+
+@contextlib.contextmanager
+def resuming_from(state: RunState | None) -> Iterator[None]:
+    """Within the block, `resuming()` is `state` (nothing changes for None)."""
+    if state is None:
+        yield
+        return
+    token = _resuming.set(state)
+    try:
+        yield
+    finally:
+        _resuming.reset(token)

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ..agents.run_state import RunState, resuming
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
 from ..core.module import Module
 from ..dto.message import Message
@@ -46,7 +47,7 @@ from ..observe.provider_calls import ProviderCall, register_provider_call_observ
 from ..sqlite_file import SQLiteFile
 from ..tracing.attribute_values import ValueEncoder
 from ..transport.secret_scrub import redact_secrets
-from .store import SCHEMA
+from .store import create
 
 __all__ = ["Recording", "record"]
 
@@ -75,6 +76,7 @@ class _Span:
         "output",
         "parent",
         "provider",
+        "resumes",
         "started",
         "tokens",
         "usage",
@@ -94,6 +96,7 @@ class _Span:
         self.provider: Any = None
         self.model: str | None = None
         self.usage: Usage | None = None
+        self.resumes: RunState | None = None  # on a run's root: the paused run it goes on with
         # set by the writer thread alone
         self.id: str | None = None
         self.name: str | None = None
@@ -144,7 +147,7 @@ class Recording:
         self._hurry = threading.Event()  # set by flush and close: write now
         self._file = SQLiteFile(self.path, busy_timeout=30.0)
         with self._file.using() as db:
-            db.executescript(SCHEMA)  # a bad path fails here, in the caller
+            create(db)  # a bad path fails here, in the caller
         self._thread = threading.Thread(target=self._write_loop, name="promptimus-board-writer")
         self._thread.daemon = True
         self._thread.start()
@@ -201,6 +204,7 @@ class Recording:
         span.args = (_copied(args), _copied_kwargs(kwargs))
         put = self._queue.put
         if parent is None:
+            span.resumes = resuming()
             put(("run", span))  # shown as running until it ends
         token = _current.set(span)
         try:
@@ -425,6 +429,7 @@ class _Rows:
         answer = None
         if ended is not None and span.error is None and span.output is not None:
             answer = self.value(_answer(span.output))
+        paused = getattr(getattr(span.error, "result", None), "state", None)
         return (
             self.recording.span_id(span),
             span.name,
@@ -436,6 +441,8 @@ class _Rows:
             span.cost,
             self.error(span, full=False),
             answer,
+            getattr(paused, "id", None) if isinstance(span.error, ApprovalRequired) else None,
+            None if span.resumes is None else span.resumes.id,
         )
 
     def error(self, span: _Span, *, full: bool) -> str | None:
@@ -566,7 +573,9 @@ def _status(span: _Span) -> str:
 
 
 def _request_text(enc: ValueEncoder, span: _Span) -> str:
-    if span.call_kind is not None:
+    if span.resumes is not None:  # no request: the one of the run that paused
+        messages: list[Any] = list(span.resumes.conversation)
+    elif span.call_kind is not None:
         messages = span.args if isinstance(span.args, list) else []
     else:
         value = call_input(*span.args)
@@ -583,4 +592,7 @@ def _request_text(enc: ValueEncoder, span: _Span) -> str:
 
 
 _INSERT_SPANS = f"INSERT OR REPLACE INTO spans VALUES ({', '.join('?' * 15)})"
-_INSERT_RUNS = f"INSERT OR REPLACE INTO runs VALUES ({', '.join('?' * 10)})"
+_INSERT_RUNS = (
+    "INSERT OR REPLACE INTO runs (id, name, request, status, started, ended, tokens, cost, "
+    "error, answer, paused_state, resumes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)

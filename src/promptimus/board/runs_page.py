@@ -51,7 +51,8 @@ def runs_page(path: Path, query: str, status: str) -> str:
         ["request", "status", "started", "duration", "tokens", "cost", "error"],
         (
             [
-                f'<a href="{url("runs", r["id"])}">{esc(_short(r["request"]) or r["name"])}</a>',
+                f'<a href="{url("runs", r["id"])}">{esc(_short(r["request"]) or r["name"])}</a>'
+                + _RESUMED * bool(r.get("resumes")),
                 f'<span class="badge {esc(r["status"])}">{esc(r["status"])}</span>',
                 esc(when(r["started"])),
                 _duration(r),
@@ -64,6 +65,33 @@ def runs_page(path: Path, query: str, status: str) -> str:
         empty=f"No runs recorded in {path} yet; they show here as they land.",
     )
     return page("Runs", "runs", form + f"<div id=runs>{listed}</div>", live=True)
+
+
+_RESUMED = (
+    '<span class="badge resumed" title="goes on with a run that paused for approval">resumed</span>'
+)
+
+
+def _links(path: Path, run: dict[str, Any]) -> str:
+    """The run a resumed run goes on with, and the run that went on with a paused one."""
+    out = ""
+    if run.get("resumes"):
+        found = rows(path, "SELECT id FROM runs WHERE paused_state = ?", (run["resumes"],))
+        target = (
+            f'<a href="{url("runs", found[0]["id"])}">the run that paused for approval</a>'
+            if found
+            else "a run that paused for approval (not recorded here)"
+        )
+        out += f"<dt>continues</dt><dd class=continues>{target}</dd>"
+    if run.get("paused_state"):
+        found = rows(path, "SELECT id, status FROM runs WHERE resumes = ?", (run["paused_state"],))
+        for later in found:
+            out += (
+                f'<dt>continued in</dt><dd class=continued><a href="{url("runs", later["id"])}">'
+                f'the resumed run</a> <span class="badge {esc(later["status"])}">'
+                f"{esc(later['status'])}</span></dd>"
+            )
+    return out
 
 
 def _short(text: str | None, size: int = 90) -> str:
@@ -83,7 +111,7 @@ def run_page(path: Path, run_id: str) -> str | None:
         f"<dl class=facts><dt>status</dt><dd><span class='badge {esc(run['status'])}'>"
         f"{esc(run['status'])}</span></dd><dt>started</dt><dd>{esc(when(run['started']))}</dd>"
         f"<dt>duration</dt><dd>{_duration(run)}</dd><dt>tokens</dt><dd>{run['tokens'] or 0}</dd>"
-        f"<dt>cost</dt><dd>{_cost(run['cost'])}</dd></dl>"
+        f"<dt>cost</dt><dd>{_cost(run['cost'])}</dd>{_links(path, run)}</dl>"
         f"<h2>Request</h2><pre class=text>{esc(run['request'])}</pre>"
     )
     if run["answer"] is not None:

@@ -4,7 +4,9 @@ A run is one outermost module call (an agent's `run`, a module called with nothi
 Each module call, model call and tool call inside it is a span, with its parent span:
 
 - `runs`: id, request, status ("running", "ok", "error", "needs_approval"), started and ended
-  (Unix seconds), tokens, cost, the error text, the answer.
+  (Unix seconds), tokens, cost, the error text, the answer; for a run that paused for
+  approval the id of its paused state (`paused_state`), and for a run that resumed one, that
+  id (`resumes`): the link between a paused run and its continuation.
 - `spans`: id, run, parent, name (the module path; a model call is `<path>.llm`), kind
   ("AGENT", "CHAIN", "TOOL", "LLM", ...), start and end, status, error, input and output
   (JSON text), the model, token counts, cost, and for a model call its messages and reply.
@@ -16,7 +18,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEMA", "open_for_reading", "rows"]
+__all__ = ["SCHEMA", "create", "open_for_reading", "rows"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -29,7 +31,9 @@ CREATE TABLE IF NOT EXISTS runs (
     tokens INTEGER NOT NULL DEFAULT 0,
     cost REAL,
     error TEXT,
-    answer TEXT
+    answer TEXT,
+    paused_state TEXT,
+    resumes TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
 CREATE TABLE IF NOT EXISTS spans (
@@ -51,6 +55,23 @@ CREATE TABLE IF NOT EXISTS spans (
 );
 CREATE INDEX IF NOT EXISTS spans_run ON spans (run_id, started);
 """
+
+
+# columns added since the first files were written: (table, column, type)
+_ADDED = (("runs", "paused_state", "TEXT"), ("runs", "resumes", "TEXT"))
+
+
+def create(db: sqlite3.Connection) -> None:
+    """Make the tables, and add to a file written by an earlier version the columns it lacks."""
+    db.executescript(SCHEMA)
+    for table, column, kind in _ADDED:
+        present = {row[1] for row in db.execute(f"PRAGMA table_info({table})")}
+        if column not in present:
+            try:
+                db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+            except sqlite3.OperationalError as exc:  # another process added it just now
+                if "duplicate column" not in str(exc):
+                    raise
 
 
 def open_for_reading(path: Path) -> sqlite3.Connection | None:
