@@ -257,3 +257,11 @@ def test_a_file_from_an_earlier_version_gains_the_new_columns(tmp_path: Path) ->
         pass
     [old] = table(path, "SELECT * FROM runs")
     assert (old["id"], old["paused_state"], old["resumes"]) == ("old", None, None)
+
+
+def test_a_file_that_cannot_be_opened_is_a_named_error(tmp_path: Path) -> None:
+    with pytest.raises(InvalidArgument, match="cannot open that file"):
+        record(tmp_path / "missing-folder" / "runs.sqlite")
+    (tmp_path / "not-sqlite.sqlite").write_bytes(b"this is not a database, just text" * 100)
+    with pytest.raises(InvalidArgument, match="cannot open that file"):
+        record(tmp_path / "not-sqlite.sqlite")

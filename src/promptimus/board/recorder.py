@@ -146,11 +146,19 @@ class Recording:
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._hurry = threading.Event()  # set by flush and close: write now
         self._file = SQLiteFile(self.path, busy_timeout=30.0)
-        with self._file.using() as db:
-            create(db)  # a bad path fails here, in the caller
+        # the writer thread opens the file (its connection is its own) before this returns
+        self._opened = threading.Event()
+        self._open_error: BaseException | None = None
         self._thread = threading.Thread(target=self._write_loop, name="promptimus-board-writer")
         self._thread.daemon = True
         self._thread.start()
+        self._opened.wait()
+        if self._open_error is not None:  # a bad path fails here, in the caller
+            self._thread.join()
+            raise InvalidArgument(
+                f"record({str(self.path)!r}) cannot open that file ({self._open_error}); give "
+                "a .sqlite file in a folder that exists and that you may write to."
+            ) from self._open_error
         self._handles: list[RemovableHandle] = [
             register_module_call_interceptor(self._intercept),
             register_provider_call_observer(self),
@@ -244,6 +252,15 @@ class Recording:
     # ------------------------------------------------------------------ the writer thread
 
     def _write_loop(self) -> None:
+        try:
+            with self._file.using() as db:
+                create(db)
+        except BaseException as exc:
+            self._open_error = exc
+            self._file.close()
+            return
+        finally:
+            self._opened.set()
         stop = False
         while not stop:
             batch = [self._queue.get()]
