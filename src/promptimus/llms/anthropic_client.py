@@ -12,15 +12,14 @@ are the SDK's own (``RateLimitError``, ``OverloadedError``...).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncGenerator
 from typing import Any
 
 from promptimus.errors import ProviderConfigError
 from promptimus.transport.event_stream import SSEDecoder
+from promptimus.transport.keyed_client import KeyedClientFactory
 from promptimus.transport.openai_wire import dumps
-from promptimus.transport.per_loop import PerLoop
 
 __all__ = ["MESSAGES_PATH", "AnthropicClientFactory", "AnthropicConnection", "StreamError"]
 
@@ -173,37 +172,14 @@ async def read_events(response: Any) -> AsyncGenerator[Any, None]:
         await response.aclose()
 
 
-class AnthropicClientFactory:
+class AnthropicClientFactory(KeyedClientFactory[AnthropicConnection]):
     """Holds the connection settings and hands out the client of the running event loop.
 
     ``api_key`` falls back to the ``api_key_env`` variable when the client is first needed; a
     missing key raises ``ProviderConfigError`` naming that variable before any request. The key
     is never shown by ``repr``."""
 
-    __slots__ = ("_api_key", "_clients", "api_key_env", "base_url", "client_kwargs", "timeout")
-
-    def __init__(
-        self,
-        api_key: str | None,
-        base_url: str | None,
-        *,
-        api_key_env: str | None,
-        timeout: float | None,
-        client_kwargs: dict[str, Any],
-    ) -> None:
-        self._api_key = api_key
-        self.api_key_env = api_key_env
-        self.base_url = base_url
-        self.timeout = timeout
-        self.client_kwargs = dict(client_kwargs)
-        self._clients: PerLoop[AnthropicConnection] = PerLoop(self._build)
-
-    def _find_key(self) -> str | None:
-        if self._api_key:
-            return self._api_key
-        if self.api_key_env is None:
-            return None
-        return os.environ.get(self.api_key_env) or None
+    __slots__ = ()
 
     def api_key(self) -> str:
         key = self._find_key()
@@ -215,19 +191,11 @@ class AnthropicClientFactory:
             )
         return key
 
-    def secrets(self) -> tuple[str, ...]:
-        key = self._find_key()
-        return (key,) if key else ()
-
     def _build(self) -> AnthropicConnection:
         key = self.api_key()
         import anthropic
 
-        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0, **self.client_kwargs}
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
-        if self.timeout is not None:
-            kwargs["timeout"] = self.timeout
+        kwargs = self._sdk_kwargs(key)
         if "http_client" not in kwargs:
             # the SDK's default HTTP client without its wrapper, dropped with its event loop
             # (see `promptimus.transport.openai_client` for why)
@@ -236,9 +204,3 @@ class AnthropicClientFactory:
         return AnthropicConnection(
             anthropic.AsyncAnthropic(**kwargs), kwargs["http_client"], direct=direct
         )
-
-    def connection(self) -> AnthropicConnection:
-        return self._clients.get()
-
-    def __repr__(self) -> str:
-        return f"AnthropicClientFactory(base_url={self.base_url!r})"

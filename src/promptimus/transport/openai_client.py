@@ -8,12 +8,11 @@ sends request bodies without the SDK's per-call transform (see `promptimus.trans
 
 from __future__ import annotations
 
-import os
 from typing import TYPE_CHECKING, Any
 
 from promptimus.errors import ProviderConfigError
+from promptimus.transport.keyed_client import KeyedClientFactory
 from promptimus.transport.openai_wire import STATIC_CLIENT_OPTIONS, OpenAIConnection
-from promptimus.transport.per_loop import PerLoop
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -24,7 +23,7 @@ NO_KEY = "no-key"
 """The key a client holds when none is set and none is required (never sent)."""
 
 
-class OpenAIClientFactory:
+class OpenAIClientFactory(KeyedClientFactory[OpenAIConnection]):
     """Holds connection settings and hands out the client for the running event loop.
 
     ``api_key`` falls back to the environment variable ``api_key_env`` when the client is first
@@ -35,15 +34,7 @@ class OpenAIClientFactory:
     each whole request (see `promptimus.transport.openai_wire`).
     """
 
-    __slots__ = (
-        "_api_key",
-        "_clients",
-        "api_key_env",
-        "base_url",
-        "client_kwargs",
-        "key_required",
-        "timeout",
-    )
+    __slots__ = ("key_required",)
 
     def __init__(
         self,
@@ -55,20 +46,14 @@ class OpenAIClientFactory:
         client_kwargs: dict[str, Any] | None = None,
         key_required: bool = True,
     ) -> None:
-        self._api_key = api_key
-        self.api_key_env = api_key_env
         self.key_required = key_required
-        self.base_url = base_url
-        self.timeout = timeout
-        self.client_kwargs = dict(client_kwargs or {})
-        self._clients: PerLoop[OpenAIConnection] = PerLoop(self._build)
-
-    def _find_key(self) -> str | None:
-        if self._api_key:
-            return self._api_key
-        if self.api_key_env is None:
-            return None
-        return os.environ.get(self.api_key_env) or None
+        super().__init__(
+            api_key,
+            base_url,
+            api_key_env=api_key_env,
+            timeout=timeout,
+            client_kwargs=client_kwargs,
+        )
 
     def api_key(self) -> str:
         key = self._find_key()
@@ -83,20 +68,11 @@ class OpenAIClientFactory:
             )
         return key
 
-    def secrets(self) -> tuple[str, ...]:
-        """Values that must be redacted from any error text."""
-        key = self._find_key()
-        return (key,) if key else ()
-
     def _build(self) -> OpenAIConnection:
         key = self.api_key()
         from openai import AsyncOpenAI
 
-        kwargs: dict[str, Any] = {"api_key": key, "max_retries": 0, **self.client_kwargs}
-        if self.base_url is not None:
-            kwargs["base_url"] = self.base_url
-        if self.timeout is not None:
-            kwargs["timeout"] = self.timeout
+        kwargs = self._sdk_kwargs(key)
         if "http_client" not in kwargs:
             # the SDK's own default HTTP client, without the wrapper it would make: that one,
             # dropped unclosed while another event loop runs (a provider made inside one
@@ -117,13 +93,6 @@ class OpenAIClientFactory:
             timeout=self.timeout,
         )
 
-    def connection(self) -> OpenAIConnection:
-        """The client of the running event loop (created on first use), with its HTTP client."""
-        return self._clients.get()
-
     def get(self) -> AsyncOpenAI:
         """The SDK client for the running event loop (created on first use)."""
         return self._clients.get().client
-
-    def __repr__(self) -> str:
-        return f"OpenAIClientFactory(base_url={self.base_url!r})"
