@@ -1,0 +1,146 @@
+"""A durable run's guardrail checks are steps: each check's verdicts are recorded, and a run
+that a crash interrupted replays them instead of checking again. The guardrails here decide one
+way on their first call and the other way on any later one (a judge that changes its mind), so a
+recovered run that checked again would send another request text, run a refused tool or fail."""
+
+from __future__ import annotations
+
+from collections import Counter
+from itertools import pairwise
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dbos import DBOS
+from durable_crash_worker import REQUEST, WORKFLOW_ID, build_agent, respond
+from durable_support import ForkServer, configure, dbos_db, forks, kill_at, start_worker
+
+from promptimus.dto.run_record import GuardrailRecord
+from promptimus.durable import DurableAgent
+from promptimus.testing import FakeOpenAIServer
+
+__all__ = ["dbos_db", "forks"]
+
+REFUSAL = (
+    "Error: Not run: the guardrail 'charge_limit' (root.guardrails.2) refused this call: over "
+    "the limit"
+)
+ANSWER = f"done: look-ok, {REFUSAL}, note-ok [reviewed]"
+SCREENED = f"{REQUEST} [screened]"
+
+# what the guardrails decided, in order, in every execution of the run
+VERDICTS = [
+    GuardrailRecord("root.guardrails.0", "input", "replace", None, 0),
+    GuardrailRecord("root.guardrails.1", "input", "allow", None, 0),
+    GuardrailRecord("root.guardrails.2", "tool", "block", "over the limit", 1, "call_2"),
+    GuardrailRecord("root.guardrails.3", "output", "replace", None, 3),
+]
+
+
+@pytest.fixture
+def srv(fake_openai: FakeOpenAIServer) -> FakeOpenAIServer:
+    fake_openai.chat.respond_with(respond)
+    return fake_openai
+
+
+def checks(guard_log: Path) -> Counter[str]:
+    """How often each guardrail position was checked, in any process."""
+    return Counter(guard_log.read_text().split() if guard_log.exists() else [])
+
+
+def durable_agent(srv: FakeOpenAIServer, tmp_path: Path) -> DurableAgent[Any]:
+    agent = build_agent(
+        srv.base_url, tmp_path / "tools.log", charge_once=False, guards=tmp_path / "guards.log"
+    )
+    return DurableAgent(agent, name="refunds", poll_interval=0.02)
+
+
+def assert_requests_follow_one_conversation(srv: FakeOpenAIServer) -> None:
+    """Each model call was sent once, every one with the screened request, and each request
+    carries the one before it: the run never took another path."""
+    bodies = [body["messages"] for body in srv.chat.requests]
+    assert len(bodies) == 4
+    for messages in bodies:
+        assert [m["content"] for m in messages if m["role"] == "user"] == [SCREENED]
+    for before, after in pairwise(bodies):
+        assert after[: len(before)] == before
+    refusals = [m["content"] for m in bodies[-1] if m["role"] == "tool"]
+    assert refusals == ["look-ok", REFUSAL, "note-ok"]
+
+
+async def test_each_check_of_a_durable_run_is_a_step_whose_verdicts_the_record_keeps(
+    tmp_path: Path, dbos_db: Path, srv: FakeOpenAIServer
+) -> None:
+    configure(dbos_db)
+    durable = durable_agent(srv, tmp_path)
+    DBOS.launch()
+
+    result = await durable.run(REQUEST, workflow_id=WORKFLOW_ID)
+
+    assert result.output.content == ANSWER
+    assert result.record.guardrails == VERDICTS
+    assert checks(tmp_path / "guards.log") == {"input": 1, "parallel": 1, "tool": 1, "output": 1}
+    assert (tmp_path / "tools.log").read_text().split() == ["look", "note"]
+    assert_requests_follow_one_conversation(srv)
+    steps = await DBOS.list_workflow_steps_async(WORKFLOW_ID)
+    names = [step["function_name"] for step in steps]
+    assert names.count("promptimus.guardrail") == 4
+    # the checks before the first model request come first, the parallel one's id taken when
+    # it started, before the memory read
+    assert names[:4] == [
+        "promptimus.guardrail",
+        "promptimus.guardrail",
+        "promptimus.history",
+        "promptimus.model",
+    ]
+    recorded = [step["output"] for step in steps if step["function_name"] == "promptimus.guardrail"]
+    assert [[v["action"] for v in verdicts] for verdicts in recorded] == [
+        ["replace"],
+        ["allow"],
+        ["block"],
+        ["replace"],
+    ]
+    assert recorded[0] == [
+        {
+            "guard": 0,
+            "name": "root.guardrails.0",
+            "action": "replace",
+            "reason": None,
+            "text": f"{SCREENED}",
+            "stop": False,
+        }
+    ]
+
+
+@pytest.mark.parametrize("point", ["before:tool:1", "before:tool:2", "after:commit:1"])
+async def test_a_recovered_run_replays_the_verdicts_instead_of_checking_again(
+    tmp_path: Path, dbos_db: Path, srv: FakeOpenAIServer, forks: ForkServer, point: str
+) -> None:
+    guard_log, tool_log = tmp_path / "guards.log", tmp_path / "tools.log"
+    worker, fd = start_worker(
+        tmp_path,
+        dbos_db,
+        srv.base_url,
+        tool_log,
+        "--guards",
+        str(guard_log),
+        stop_at=point,
+        forks=forks,
+    )
+    assert fd is not None
+    kill_at(worker, fd, point)
+    before = checks(guard_log)
+    assert before["input"] == before["parallel"] == 1
+
+    configure(dbos_db)
+    durable = durable_agent(srv, tmp_path)
+    DBOS.launch()  # recovers the run in this process
+    result = await durable.result(WORKFLOW_ID)
+
+    assert result.status == "completed"
+    assert result.output.content == ANSWER
+    assert result.record.guardrails == VERDICTS
+    # each position was checked once, across both processes
+    assert checks(guard_log) == {"input": 1, "parallel": 1, "tool": 1, "output": 1}
+    assert tool_log.read_text().split() == ["look", "note"]  # the refused call never ran
+    assert_requests_follow_one_conversation(srv)
