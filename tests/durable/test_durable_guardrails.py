@@ -14,10 +14,14 @@ import pytest
 from dbos import DBOS
 from durable_crash_worker import REQUEST, WORKFLOW_ID, build_agent, respond
 from durable_support import ForkServer, configure, dbos_db, forks, kill_at, start_worker
+from fake_llm import make_llm
 
+from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.dto.run_record import GuardrailRecord
 from promptimus.durable import DurableAgent
-from promptimus.testing import FakeOpenAIServer
+from promptimus.errors import GuardrailTripped
+from promptimus.guardrails import InputGuardrail, ToolGuardrail, Verdict
+from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
 __all__ = ["dbos_db", "forks"]
 
@@ -144,3 +148,75 @@ async def test_a_recovered_run_replays_the_verdicts_instead_of_checking_again(
     assert checks(guard_log) == {"input": 1, "parallel": 1, "tool": 1, "output": 1}
     assert tool_log.read_text().split() == ["look", "note"]  # the refused call never ran
     assert_requests_follow_one_conversation(srv)
+
+
+def echo(body: dict[str, Any]) -> Reply:
+    """The model answers with the last user message it was sent."""
+    said = [m["content"] for m in body["messages"] if m["role"] == "user"][-1]
+    return Reply(content=f"You said: {said}")
+
+
+async def test_a_parallel_check_that_replaced_the_request_replays_in_a_run_executed_again(
+    dbos_db: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.chat.respond_with(echo)
+    asked: list[str] = []
+
+    def review(text: str) -> Verdict:
+        asked.append(text)
+        return Verdict.replace(text.upper()) if len(asked) == 1 else Verdict.block("no")
+
+    guard = InputGuardrail(review, parallel=True)
+    agent = OpenaiToolCallingAgent("You echo.", [], guardrails=[guard]).with_llm(
+        make_llm(fake_openai)
+    )
+    configure(dbos_db)
+    durable = DurableAgent(agent, name="echo")
+    DBOS.launch()
+    result = await durable.run("hello", workflow_id="echo-1")
+    assert result.output.content == "You said: HELLO"
+    steps = await DBOS.list_workflow_steps_async("echo-1")
+
+    # the workflow executed again from its last model step: what came before is replayed, so
+    # the check, whose step id was taken before the first model request's, is not asked again
+    last_model = max(s["function_id"] for s in steps if s["function_name"] == "promptimus.model")
+    forked = await DBOS.fork_workflow_async("echo-1", last_model)
+    again = await forked.get_result()
+
+    assert asked == ["hello"]
+    assert again.output.content == "You said: HELLO"
+    assert again.record.guardrails == result.record.guardrails
+    assert [g.action for g in again.record.guardrails] == ["replace"]
+    replayed = await DBOS.list_workflow_steps_async(forked.workflow_id)
+    assert [s["function_name"] for s in replayed] == [s["function_name"] for s in steps]
+
+
+async def test_a_durable_run_a_guardrail_stopped_raises_its_guardrail_tripped_wherever_read(
+    dbos_db: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.chat.script(Reply(tool_calls=[ToolCall("refund", {"order": 42}, id="c1")]))
+
+    def refund(order: int) -> str:
+        """Refund an order."""
+        return "refunded"
+
+    limit = ToolGuardrail(lambda name, args: Verdict.block("over the limit", stop=True))
+    agent = OpenaiToolCallingAgent("You refund.", [refund], guardrails=[limit]).with_llm(
+        make_llm(fake_openai)
+    )
+    configure(dbos_db)
+    durable = DurableAgent(agent, name="refunds")
+    DBOS.launch()
+
+    with pytest.raises(GuardrailTripped, match="over the limit") as raised:
+        await durable.run("Refund order 42", workflow_id="t-1")
+    # read back from the database, as another process reads it
+    with pytest.raises(GuardrailTripped, match="over the limit") as read:
+        await durable.result("t-1")
+    for error in (raised.value, read.value):
+        assert (error.guard, error.kind, error.reason, error.tool) == (
+            "root.guardrails.0",
+            "tool",
+            "over the limit",
+            "refund",
+        )
