@@ -16,11 +16,13 @@ from durable_crash_worker import REQUEST, WORKFLOW_ID, build_agent, respond
 from durable_support import ForkServer, configure, dbos_db, forks, kill_at, start_worker
 from fake_llm import make_llm
 
+import promptimus as pm
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.dto.run_record import GuardrailRecord
 from promptimus.durable import DurableAgent
-from promptimus.errors import GuardrailTripped
-from promptimus.guardrails import InputGuardrail, ToolGuardrail, Verdict
+from promptimus.errors import DurableInputMismatch, GuardrailTripped
+from promptimus.guardrails import InputGuardrail, OutputGuardrail, ToolGuardrail, Verdict
+from promptimus.llms import OpenAILike
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 
 __all__ = ["dbos_db", "forks"]
@@ -107,7 +109,7 @@ async def test_each_check_of_a_durable_run_is_a_step_whose_verdicts_the_record_k
     assert recorded[0] == [
         {
             "guard": 0,
-            "name": "root.guardrails.0",
+            "name": "screen_request",
             "action": "replace",
             "reason": None,
             "text": f"{SCREENED}",
@@ -189,6 +191,77 @@ async def test_a_parallel_check_that_replaced_the_request_replays_in_a_run_execu
     assert [g.action for g in again.record.guardrails] == ["replace"]
     replayed = await DBOS.list_workflow_steps_async(forked.workflow_id)
     assert [s["function_name"] for s in replayed] == [s["function_name"] for s in steps]
+
+
+class Judge(pm.Module):
+    """A judge: its own model decides whether an answer may go out."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.prompt = pm.Prompt("Is this answer polite? Answer yes or no.")
+
+    async def forward(self, text: str) -> Verdict:
+        reply = await self.prompt([pm.Message(role="user", content=text)])
+        polite = reply.content.strip().lower().startswith("yes")
+        return Verdict.allow() if polite else Verdict.replace("Sorry, I cannot say that.")
+
+
+async def test_a_judge_is_asked_once_and_paid_once_in_a_run_executed_again(
+    dbos_db: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    def answer(body: dict[str, Any]) -> Reply:
+        if body["model"] == "judge":  # it finds the first answer rude, any later one polite
+            judged = sum(b["model"] == "judge" for b in fake_openai.chat.requests)
+            return Reply(content="no" if judged == 1 else "yes")
+        return Reply(content="Go away.")
+
+    fake_openai.chat.respond_with(answer)
+    judge = Judge().with_llm(
+        OpenAILike("judge", api_key=fake_openai.api_key, base_url=fake_openai.base_url)
+    )
+    agent = OpenaiToolCallingAgent("You help.", [], guardrails=[OutputGuardrail(judge)])
+    agent.with_llm(make_llm(fake_openai))
+    configure(dbos_db)
+    durable = DurableAgent(agent, name="polite")
+    DBOS.launch()
+    result = await durable.run("Hello", workflow_id="p-1")
+    assert result.output.content == "Sorry, I cannot say that."
+    steps = await DBOS.list_workflow_steps_async("p-1")
+    [commit] = [s["function_id"] for s in steps if s["function_name"] == "promptimus.commit"]
+
+    # executed again from its commit: the judge's verdict is replayed, not asked for again
+    forked = await DBOS.fork_workflow_async("p-1", commit)
+    again = await forked.get_result()
+
+    assert again.output.content == "Sorry, I cannot say that."
+    assert again.record.guardrails == result.record.guardrails
+    assert [b["model"] for b in fake_openai.chat.requests] == ["fake-model", "judge"]
+
+
+async def test_a_recorded_verdict_whose_guardrail_is_gone_stops_the_run_executed_again(
+    dbos_db: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.chat.respond_with(echo)
+
+    def screen(text: str) -> Verdict:
+        return Verdict.replace(text.upper())
+
+    def other(text: str) -> Verdict:
+        return Verdict.allow()
+
+    agent = OpenaiToolCallingAgent("You echo.", [], guardrails=[InputGuardrail(screen)])
+    agent.with_llm(make_llm(fake_openai))
+    configure(dbos_db)
+    durable = DurableAgent(agent, name="echo")
+    DBOS.launch()
+    assert (await durable.run("hello", workflow_id="e-1")).output.content == "You said: HELLO"
+    steps = await DBOS.list_workflow_steps_async("e-1")
+    [model] = [s["function_id"] for s in steps if s["function_name"] == "promptimus.model"]
+
+    agent.guardrails[0] = InputGuardrail(other)  # changed under a run still to be executed
+    forked = await DBOS.fork_workflow_async("e-1", model)
+    with pytest.raises(DurableInputMismatch, match=r"'screen'.*now has 'other'"):
+        await forked.get_result()
 
 
 async def test_a_durable_run_a_guardrail_stopped_raises_its_guardrail_tripped_wherever_read(

@@ -250,18 +250,14 @@ class DurableExecutor(RunExecutor):
         return await done.run_async({"name": TOOL_STEP}, once)
 
 
-def _guard_name(guard: Guardrail) -> str:
-    return guard.path or guard.name
-
-
 def _recorded_verdict(guards: Sequence[Guardrail], outcome: GuardOutcome) -> dict[str, Any]:
     """What a check's step records of one outcome: which of the check's guardrails (its
-    position and name) decided what."""
+    position among them and its name) decided what."""
     position = next(i for i, guard in enumerate(guards) if guard is outcome.guard)
     verdict = outcome.verdict
     return {
         "guard": position,
-        "name": _guard_name(outcome.guard),
+        "name": outcome.guard.name,
         "action": verdict.action,
         "reason": verdict.reason,
         "text": verdict.text,
@@ -275,8 +271,8 @@ def _replayed_verdict(
     """A recorded outcome, given back its guardrail; one that no longer fits the agent's
     guardrails (they changed under a run still to be recovered) raises."""
     position, name = recorded["guard"], recorded["name"]
-    if not 0 <= position < len(guards) or _guard_name(guards[position]) != name:
-        names = ", ".join(repr(_guard_name(guard)) for guard in guards)
+    if not 0 <= position < len(guards) or guards[position].name != name:
+        names = ", ".join(repr(guard.name) for guard in guards)
         raise DurableInputMismatch(
             f"The durable run {current.workflow_id!r} recorded a verdict of the guardrail "
             f"{name!r} at this check, where the agent now has {names}: the agent's guardrails "
