@@ -103,6 +103,7 @@ the test doubles.
 from __future__ import annotations
 
 import json
+from functools import partial
 from typing import Any
 
 from ._compat_seam import compat_names
@@ -768,6 +769,13 @@ class GuardrailTripped(GuardrailError):
         self.kind = kind
         self.reason = reason
         self.tool = tool
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # pickled whole: a durable run keeps the error that stopped it for whoever reads it
+        rebuild = partial(
+            type(self), guard=self.guard, kind=self.kind, reason=self.reason, tool=self.tool
+        )
+        return rebuild, (str(self),), self.__dict__
 
 
 class InvalidVerdict(GuardrailError, TypeError):

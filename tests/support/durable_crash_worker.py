@@ -17,7 +17,9 @@ With `--stop-at none` the run completes and the process prints the final answer.
 `--charge-once` marks `charge` `idempotent=False`, `--approve-charge` makes it require approval
 (the process prints `status needs_approval` and exits); `--wait` waits for the run instead of
 starting it (the process that recovers it). `--sessions FILE` gives the durable agent an
-`SQLiteSessionStore` on FILE and starts the run inside `Session("ann", store=...)`.
+`SQLiteSessionStore` on FILE and starts the run inside `Session("ann", store=...)`. `--guards
+FILE` gives the agent guardrails whose verdicts change after their first call (`guardrails`),
+each noting its calls in FILE.
 
     python tests/support/durable_crash_worker.py DB --base-url URL --log LOG --signal FIFO \
         --stop-at P
@@ -44,6 +46,7 @@ from promptimus.agents.loop.executor import RunExecutor
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.dto import Message
 from promptimus.durable import DurableAgent, DurableExecutor
+from promptimus.guardrails import InputGuardrail, OutputGuardrail, ToolGuardrail, Verdict
 from promptimus.llms import OpenAILike
 from promptimus.protocols.session_store import StoredTurn
 from promptimus.sessions import SQLiteSessionStore
@@ -105,6 +108,7 @@ def build_agent(
     charge_once: bool,
     approve_charge: bool = False,
     stop: Stop | None = None,
+    guards: Path | None = None,
 ) -> Any:
     """The agent of the run: the same in the worker and in the process that recovers it."""
 
@@ -137,10 +141,47 @@ def build_agent(
         retry=RetryPolicy(max_retries=1, base_delay=0.001, max_delay=0.01),
         timeout=30.0,
     )
-    agent = OpenaiToolCallingAgent("You handle refunds.", tools, max_steps=6).with_llm(llm)
+    agent = OpenaiToolCallingAgent(
+        "You handle refunds.",
+        tools,
+        max_steps=6,
+        guardrails=None if guards is None else guardrails(guards),
+    ).with_llm(llm)
     if stop is not None:
         agent.executor = _Stopping(_StoppingInside(stop), stop)
     return agent
+
+
+def guardrails(log: Path) -> list[Any]:
+    """Guardrails like judges that change their minds: each notes its position (`input`,
+    `parallel`, `tool`, `output`) in `log` when called, and decides one way on its first call,
+    the other way on any later one. A run that checked again would take another path."""
+
+    def calls(position: str) -> int:
+        with log.open("a") as out:
+            out.write(f"{position}\n")
+        return log.read_text().split().count(position)
+
+    def screen_request(text: str) -> Verdict:
+        return Verdict.replace(f"{text} [screened]") if calls("input") == 1 else Verdict.allow()
+
+    def parallel_review(text: str) -> Verdict:
+        return Verdict.allow() if calls("parallel") == 1 else Verdict.block("changed its mind")
+
+    def charge_limit(name: str, arguments: dict[str, Any]) -> Verdict:
+        return Verdict.block("over the limit") if calls("tool") == 1 else Verdict.allow()
+
+    def review_answer(text: str) -> Verdict:
+        if calls("output") == 1:
+            return Verdict.replace(f"{text} [reviewed]")
+        return Verdict.block("changed its mind")
+
+    return [
+        InputGuardrail(screen_request),
+        InputGuardrail(parallel_review, parallel=True),
+        ToolGuardrail(charge_limit, tools="charge"),
+        OutputGuardrail(review_answer),
+    ]
 
 
 class _StoppingInside(RunExecutor):
@@ -224,6 +265,7 @@ async def main(args: argparse.Namespace) -> None:
         charge_once=args.charge_once,
         approve_charge=args.approve_charge,
         stop=stop,
+        guards=args.guards,
     )
     DBOS(config=dbos_config(args.db))  # type: ignore[arg-type]
     durable = DurableAgent(agent, name="refunds", poll_interval=0.02, store=store)
@@ -304,6 +346,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--approve-charge", action="store_true", help="charge requires approval")
     parser.add_argument("--wait", action="store_true", help="wait for the run instead of starting")
     parser.add_argument("--sessions", type=Path, help="a SQLite file of the session store")
+    parser.add_argument("--guards", type=Path, help="guardrails that note their calls here")
     return parser
 
 

@@ -1,10 +1,14 @@
-"""`DurableExecutor`: the run's model requests, tool calls, memory reads and commits as DBOS
-steps.
+"""`DurableExecutor`: the run's model requests, tool calls, guardrail checks, memory reads and
+commits as DBOS steps.
 
 Inside a durable run's workflow each of them is a step: DBOS records its result, and a run that
 a crash interrupted replays the recorded results instead of doing the work again — a finished
-model call is not sent again, a finished tool call is not run again. Outside a durable run (the
-same agent called directly) the executor it wraps does the work, unchanged.
+model call is not sent again, a finished tool call is not run again, a finished guardrail check
+is not made again (a judge that might decide otherwise the second time is not asked twice, and
+the run takes the path it took). A check's step records its verdicts as plain data (which of
+the check's guardrails, the action, text, reason and `stop`), never the guardrails themselves.
+Outside a durable run (the same agent called directly) the executor it wraps does the work,
+unchanged.
 
 A step that was running at the crash runs again when the run resumes (at least once). That is
 harmless for an idempotent tool; a tool marked `idempotent=False` (a payment, an email) must not
@@ -18,26 +22,32 @@ from appending its turn twice).
 
 Step ids must come out the same in every execution of a run. Tool calls of one reply run
 concurrently, so each call takes its ids synchronously when it starts (`DBOS.reserve_step`);
-calls start in request order, so the ids do too.
+calls start in request order, so the ids do too. A guardrail check takes its id the same way,
+where it starts: a parallel input check starts before the first model request and runs beside
+it, and its id is taken before the request's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextvars
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from dbos import DBOS
+from dbos import DBOS, StepReservation
 
 from ..agents.loop.decisions import ToolInvocation
-from ..agents.loop.executor import RunExecutor
+from ..agents.loop.executor import GuardCheck, RunExecutor
 from ..agents.loop.model_call import DeltaSink, ModelRequest
 from ..core import ModuleDict
 from ..dto import Message
 from ..dto.run_record import ToolCallRecord
+from ..errors import DurableInputMismatch
+from ..guardrails.guardrail import Guardrail
+from ..guardrails.screen import GuardOutcome
+from ..guardrails.verdict import Verdict
 from ..modules.memory import Memory
 from ..prompts.base_prompt import BasePrompt
 from ..tools.run_context import RunContext
@@ -54,6 +64,7 @@ TOOL_BEGUN_STEP = "promptimus.tool-begun"
 HISTORY_STEP = "promptimus.history"
 COMMIT_STEP = "promptimus.commit"
 COMMIT_BEGUN_STEP = "promptimus.commit-begun"
+GUARDRAIL_STEP = "promptimus.guardrail"
 
 OUTCOME_UNKNOWN = (
     "outcome unknown: the run stopped while this call was running and the tool is not "
@@ -147,6 +158,29 @@ class DurableExecutor(RunExecutor):
             lambda: self.inner.call_model(prompt, request, on_delta),
         )
 
+    def check_guardrails(
+        self, guards: Sequence[Guardrail], check: GuardCheck
+    ) -> Awaitable[list[GuardOutcome]]:
+        current = execution()
+        if current is None:
+            return self.inner.check_guardrails(guards, check)
+        # the id now, where the check starts (a parallel check runs beside a model request)
+        return self._recorded_check(current, DBOS.reserve_step(), guards, check)
+
+    async def _recorded_check(
+        self,
+        current: Execution,
+        step: StepReservation,
+        guards: Sequence[Guardrail],
+        check: GuardCheck,
+    ) -> list[GuardOutcome]:
+        async def verdicts() -> list[dict[str, Any]]:
+            outcomes = await _as_step_body(lambda: self.inner.check_guardrails(guards, check))
+            return [_recorded_verdict(guards, outcome) for outcome in outcomes]
+
+        recorded = await step.run_async({"name": GUARDRAIL_STEP}, verdicts)
+        return [_replayed_verdict(current, guards, verdict) for verdict in recorded]
+
     async def commit(self, memory: Memory, messages: list[Message]) -> None:
         current = execution()
         if current is None:
@@ -214,6 +248,39 @@ class DurableExecutor(RunExecutor):
 
         await begun.run_async({"name": TOOL_BEGUN_STEP}, begin)
         return await done.run_async({"name": TOOL_STEP}, once)
+
+
+def _recorded_verdict(guards: Sequence[Guardrail], outcome: GuardOutcome) -> dict[str, Any]:
+    """What a check's step records of one outcome: which of the check's guardrails (its
+    position among them and its name) decided what."""
+    position = next(i for i, guard in enumerate(guards) if guard is outcome.guard)
+    verdict = outcome.verdict
+    return {
+        "guard": position,
+        "name": outcome.guard.name,
+        "action": verdict.action,
+        "reason": verdict.reason,
+        "text": verdict.text,
+        "stop": verdict.stop,
+    }
+
+
+def _replayed_verdict(
+    current: Execution, guards: Sequence[Guardrail], recorded: dict[str, Any]
+) -> GuardOutcome:
+    """A recorded outcome, given back its guardrail; one that no longer fits the agent's
+    guardrails (they changed under a run still to be recovered) raises."""
+    position, name = recorded["guard"], recorded["name"]
+    if not 0 <= position < len(guards) or guards[position].name != name:
+        names = ", ".join(repr(guard.name) for guard in guards)
+        raise DurableInputMismatch(
+            f"The durable run {current.workflow_id!r} recorded a verdict of the guardrail "
+            f"{name!r} at this check, where the agent now has {names}: the agent's guardrails "
+            "changed under a run that was still to be recovered. Recover it with the agent it "
+            "ran with (pin application_version and change it with the agent)."
+        )
+    verdict = Verdict(recorded["action"], recorded["reason"], recorded["text"], recorded["stop"])
+    return GuardOutcome(guards[position], verdict)
 
 
 def _idempotent(tools: ModuleDict, call: ToolInvocation) -> bool:

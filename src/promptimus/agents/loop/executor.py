@@ -1,5 +1,5 @@
 """`RunExecutor`: how a run carries out what it does to the world — one model request, one tool
-call, one memory commit — and reads the memory a new run starts from.
+call, one guardrail check, one memory commit — and reads the memory a new run starts from.
 
 The loop never does these itself: it asks `agent.executor`. A wrapper that replaces the
 executor (`agent.executor = MyExecutor()`, a subclass overriding some of its methods and
@@ -7,7 +7,7 @@ calling `super()` for the work) sees each of them through one seam, and may reco
 refuse or hold them (`hold`: a call waits for a person's decision), without copying the loop: a
 durable run makes each one a step of a workflow, so a finished step is replayed, never
 repeated. Each method takes and returns plain data (messages, a `ToolInvocation`, a
-`ToolCallRecord`), which is what such a step stores.
+`ToolCallRecord`, verdicts), which is what such a step stores.
 
 The default carries each out directly, for one method call more than inlining them.
 """
@@ -15,12 +15,15 @@ The default carries each out directly, for one method call more than inlining th
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ...core import ModuleDict
 from ...dto import Message
 from ...dto.run_record import ToolCallRecord
 from ...errors import ToolError
+from ...guardrails.guardrail import Guardrail
+from ...guardrails.screen import GuardOutcome
 from ...modules.memory import Memory
 from ...prompts.base_prompt import BasePrompt
 from ...tools.run_context import RunContext
@@ -29,7 +32,11 @@ from ..run_record import capture_records
 from .decisions import ToolInvocation
 from .model_call import DeltaSink, ModelRequest, request_reply
 
-__all__ = ["DEFAULT_EXECUTOR", "RunExecutor"]
+__all__ = ["DEFAULT_EXECUTOR", "GuardCheck", "RunExecutor"]
+
+GuardCheck = Callable[[], Awaitable[list[GuardOutcome]]]
+"""One guardrail check, not started yet: run, it asks its guardrails in order and answers what
+each decided."""
 
 
 class RunExecutor:
@@ -90,6 +97,18 @@ class RunExecutor:
             entry.children = children
         entry.duration_s = time.perf_counter() - started
         return entry
+
+    def check_guardrails(
+        self, guards: Sequence[Guardrail], check: GuardCheck
+    ) -> Awaitable[list[GuardOutcome]]:
+        """The outcomes of one guardrail check: `check` asks `guards` in order (stopping at the
+        first that ends it) about one subject (a request's user messages, a final answer, a
+        tool call) and answers each one's verdict. Called where the check starts, in the order
+        the checks start: a parallel input check starts before the run's first model request
+        and runs beside it, so an executor that numbers what it records takes the number here,
+        synchronously; the awaitable returned is then awaited for the outcomes. Asked only in
+        runs of agents that have guardrails."""
+        return check()
 
     async def commit(self, memory: Memory, messages: list[Message]) -> None:
         """Add a successful run's `messages` (request, tool loop, answer) to `memory`, in one

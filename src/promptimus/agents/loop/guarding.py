@@ -1,19 +1,23 @@
 """Guardrails in a run: the request's user messages through the input guardrails (waited for,
 or raced against the first model request), the final answer through the output guardrails
 (blocked answers sent back while a guardrail's `retry` allows), and each tool call through the
-tool guardrails before it runs. Every verdict joins the run record and the stream."""
+tool guardrails before it runs. Each check is made through the agent's executor
+(`check_guardrails`: a durable run records its verdicts), and every verdict joins the run record
+and the stream."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from ...dto import Message, MessageRole
 from ...dto.run_record import GuardrailRecord, ToolCallRecord
 from ...errors import InvalidVerdict
-from ...guardrails.guardrail import Guardrail
+from ...guardrails.guardrail import Guardrail, ToolGuardrail
 from ...guardrails.screen import (
     GuardOutcome,
     Guards,
@@ -28,6 +32,7 @@ from .agent import LoopAgent
 from .decisions import Final, Retry, ToolInvocation
 
 __all__ = [
+    "InputCheck",
     "drop_input_check",
     "guards_of",
     "race_input_check",
@@ -62,13 +67,67 @@ async def screen_request(
     run: ActiveRun, guards: Sequence[Guardrail], new: list[Message]
 ) -> list[Message]:
     """`new` (a request's messages) with each user message through `guards`; a block raises."""
+    if not guards or not any(message.role == MessageRole.USER for message in new):
+        return new
+    return _screened(run, guards, new, await _request_check(run, guards, new))
+
+
+@dataclass(frozen=True, slots=True)
+class InputCheck:
+    """The parallel input guardrails (`guards`) on a request, checking beside the first model
+    request (`task`: what each decided)."""
+
+    guards: Sequence[Guardrail]
+    task: asyncio.Future[list[GuardOutcome]]
+
+
+def start_input_check(
+    run: ActiveRun, guards: Sequence[Guardrail], new: list[Message]
+) -> InputCheck | None:
+    """The parallel input guardrails, started beside the first model request (None: the
+    request has no user message to check)."""
+    if not any(message.role == MessageRole.USER for message in new):
+        return None
+    return InputCheck(guards, asyncio.ensure_future(_request_check(run, guards, new)))
+
+
+def _request_check(
+    run: ActiveRun, guards: Sequence[Guardrail], new: list[Message]
+) -> Awaitable[list[GuardOutcome]]:
+    """The check of the user messages of `new` (one check, through the executor)."""
+    texts = [message.content for message in new if message.role == MessageRole.USER]
+    return run.agent.executor.check_guardrails(guards, partial(_screen_texts, guards, texts))
+
+
+async def _screen_texts(guards: Sequence[Guardrail], texts: list[str]) -> list[GuardOutcome]:
+    """Each text through `guards` in turn, until one is blocked: every outcome."""
+    outcomes: list[GuardOutcome] = []
+    for text in texts:
+        _, found, blocked = await screen_text(guards, text)
+        outcomes.extend(found)
+        if blocked is not None:
+            break
+    return outcomes
+
+
+def _screened(
+    run: ActiveRun,
+    guards: Sequence[Guardrail],
+    new: list[Message],
+    outcomes: Sequence[GuardOutcome],
+) -> list[Message]:
+    """`new` as the check's `outcomes` leave it (each user message's, in turn, one per guard
+    until a block): the verdicts join the run; a block raises."""
+    _note(run, outcomes, len(run.record.steps), None)
     screened: list[Message] = []
+    start = 0
     for message in new:
-        if message.role != MessageRole.USER or not guards:
+        if message.role != MessageRole.USER:
             screened.append(message)
             continue
-        text, outcomes, blocked = await screen_text(guards, message.content)
-        _note(run, outcomes, len(run.record.steps), None)
+        own = outcomes[start : start + len(guards)]
+        start += len(guards)
+        text, blocked = _decided(own, message.content)
         if blocked is not None:
             raise tripped(blocked, run.agent._where())
         changed = text != message.content
@@ -76,28 +135,34 @@ async def screen_request(
     return screened
 
 
-def start_input_check(
-    run: ActiveRun, guards: Sequence[Guardrail], new: list[Message]
-) -> asyncio.Task[list[Message]]:
-    """The parallel input guardrails, started beside the first model request."""
-    return asyncio.ensure_future(screen_request(run, guards, new))
+def _decided(outcomes: Sequence[GuardOutcome], text: str) -> tuple[str, GuardOutcome | None]:
+    """`text` after the replacements among `outcomes`, and the block that ended them if one
+    did (as `screen_text` answers)."""
+    for outcome in outcomes:
+        verdict = outcome.verdict
+        if verdict.action == "block":
+            return text, outcome
+        if verdict.action == "replace" and verdict.text is not None:
+            text = verdict.text
+    return text, None
 
 
-def drop_input_check(check: asyncio.Task[Any] | None) -> None:
+def drop_input_check(check: InputCheck | None) -> None:
     """Let go of a parallel input check the run will not race (it failed before its first
     model request): a running check is cancelled, so no guard outlives its run, and a finished
     one's error is read, so it is not reported as never retrieved."""
     if check is None:
         return
-    if not check.done():
-        check.cancel()
-    elif not check.cancelled():
-        check.exception()
+    task = check.task
+    if not task.done():
+        task.cancel()
+    elif not task.cancelled():
+        task.exception()
 
 
 async def race_input_check(
     run: ActiveRun,
-    check: asyncio.Task[list[Message]],
+    check: InputCheck,
     new: list[Message],
     call: Callable[[], Awaitable[Message | None]],
 ) -> Message | object | None:
@@ -105,11 +170,12 @@ async def race_input_check(
     request and raises; a replacement cancels it, puts the replaced messages in the run and
     answers `REPLACED`; an allow lets the reply through (only then may its tool calls run)."""
     model = asyncio.ensure_future(call())
+    both: set[asyncio.Future[Any]] = {model, check.task}
     try:
-        await asyncio.wait({model, check}, return_when=asyncio.FIRST_COMPLETED)
-        screened = await check
+        await asyncio.wait(both, return_when=asyncio.FIRST_COMPLETED)
+        screened = _screened(run, check.guards, new, await check.task)
     except BaseException:
-        for task in (model, check):
+        for task in (model, check.task):
             task.cancel()
         with contextlib.suppress(BaseException):
             await model
@@ -130,8 +196,11 @@ async def screen_output(
     """The final answer through the output guardrails: as it is, replaced, or sent back for
     another try (a block while its guardrail's `retry` allows); a block past that raises."""
     original = decision.message.content
-    text, outcomes, blocked = await screen_text(guards, original)
+    outcomes = await run.agent.executor.check_guardrails(
+        guards, partial(_screen_answer, guards, original)
+    )
     _note(run, outcomes, index, None)
+    text, blocked = _decided(outcomes, original)
     if blocked is not None:
         guard = blocked.guard
         used = run.guard_retries.get(id(guard), 0)
@@ -167,16 +236,37 @@ async def screen_tool_call(
     arguments = screen_arguments(run.agent._tool(call.name), call.arguments, call.parsed)
     if arguments is None:
         return None  # arguments that do not validate: the call fails without running
-    for guard in applicable:
-        verdict = await guard(call.name, arguments)
-        _note(run, [GuardOutcome(guard, verdict)], index, call.id)
-        if verdict.action == "block":
-            if verdict.stop:
-                raise tripped(GuardOutcome(guard, verdict), run.agent._where(), call.name)
-            entry = ToolCallRecord(call.id, call.name, call.arguments)
-            reason = f": {verdict.reason}" if verdict.reason else "."
-            entry.error = f"Not run: the guardrail {guard_label(guard)} refused this call{reason}"
-            return entry
-        if verdict.action == "replace":
-            return ToolCallRecord(call.id, call.name, call.arguments, result=verdict.text)
-    return None
+    outcomes = await run.agent.executor.check_guardrails(
+        applicable, partial(_screen_call, applicable, call.name, arguments)
+    )
+    _note(run, outcomes, index, call.id)
+    if not outcomes or outcomes[-1].verdict.action == "allow":
+        return None
+    ended = outcomes[-1]
+    guard, verdict = ended.guard, ended.verdict
+    if verdict.action == "block":
+        if verdict.stop:
+            raise tripped(ended, run.agent._where(), call.name)
+        entry = ToolCallRecord(call.id, call.name, call.arguments)
+        reason = f": {verdict.reason}" if verdict.reason else "."
+        entry.error = f"Not run: the guardrail {guard_label(guard)} refused this call{reason}"
+        return entry
+    return ToolCallRecord(call.id, call.name, call.arguments, result=verdict.text)
+
+
+async def _screen_answer(guards: Sequence[Guardrail], text: str) -> list[GuardOutcome]:
+    _, outcomes, _ = await screen_text(guards, text)
+    return outcomes
+
+
+async def _screen_call(
+    guards: Sequence[ToolGuardrail], name: str, arguments: Any
+) -> list[GuardOutcome]:
+    """The call through `guards` in turn, until one blocks or answers it: every outcome."""
+    outcomes: list[GuardOutcome] = []
+    for guard in guards:
+        verdict = await guard(name, arguments)
+        outcomes.append(GuardOutcome(guard, verdict))
+        if verdict.action != "allow":
+            break
+    return outcomes

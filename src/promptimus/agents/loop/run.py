@@ -8,7 +8,6 @@ memory and ends the run, a `Retry` sends feedback, an `Act` runs the tool calls 
 
 from __future__ import annotations
 
-import asyncio
 from functools import partial
 from typing import Any
 
@@ -33,6 +32,7 @@ from .approvals import ResumePlan, pause, resume_run, run_screened
 from .decisions import Act, Final, Retry
 from .guarding import (
     REPLACED,
+    InputCheck,
     drop_input_check,
     guards_of,
     race_input_check,
@@ -65,7 +65,7 @@ async def drive(
     run = ActiveRun.of(agent, deps, prompt_vars, record, emit)
     agent._begin_run(run.llm, run.state)
     guards = guards_of(agent)
-    check: asyncio.Task[list[Message]] | None = None
+    check: InputCheck | None = None
     new: list[Message] = []
     try:
         if resume is None:
@@ -82,9 +82,7 @@ async def drive(
         drop_input_check(check)  # a check the run failed before racing ends with it
 
 
-async def _steps(
-    run: ActiveRun, check: asyncio.Task[list[Message]] | None, new: list[Message]
-) -> Outcome:
+async def _steps(run: ActiveRun, check: InputCheck | None, new: list[Message]) -> Outcome:
     """The run's steps, the first raced against the parallel input `check` if there is one,
     until a final result or a pause."""
     agent = run.agent
