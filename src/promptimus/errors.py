@@ -103,7 +103,6 @@ the test doubles.
 from __future__ import annotations
 
 import json
-from functools import partial
 from typing import Any
 
 from ._compat_seam import compat_names
@@ -113,6 +112,20 @@ from ._compat_seam import compat_names
 
 class PromptimusError(Exception):
     """Base class of every error promptimus raises on purpose."""
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Pickled whole, whatever its own constructor takes: a durable run keeps the error that
+        # stopped it for whoever reads the run later, a Ray worker sends it back to the driver.
+        return _rebuilt, (type(self), self.args, self.__dict__)
+
+
+def _rebuilt(cls: type[PromptimusError], args: tuple[Any, ...], state: dict[str, Any]) -> Any:
+    """An unpickled error: its arguments and attributes as they were, its constructor not run
+    again (it may take other arguments than the message it made)."""
+    error = cls.__new__(cls, *args)
+    error.args = args
+    error.__dict__.update(state)
+    return error
 
 
 class InvalidArgument(PromptimusError, ValueError):
@@ -769,13 +782,6 @@ class GuardrailTripped(GuardrailError):
         self.kind = kind
         self.reason = reason
         self.tool = tool
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        # pickled whole: a durable run keeps the error that stopped it for whoever reads it
-        rebuild = partial(
-            type(self), guard=self.guard, kind=self.kind, reason=self.reason, tool=self.tool
-        )
-        return rebuild, (str(self),), self.__dict__
 
 
 class InvalidVerdict(GuardrailError, TypeError):
