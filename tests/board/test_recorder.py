@@ -265,3 +265,33 @@ def test_a_file_that_cannot_be_opened_is_a_named_error(tmp_path: Path) -> None:
     (tmp_path / "not-sqlite.sqlite").write_bytes(b"this is not a database, just text" * 100)
     with pytest.raises(InvalidArgument, match="cannot open that file"):
         record(tmp_path / "not-sqlite.sqlite")
+
+
+async def test_two_recordings_at_once_each_keep_whole_runs(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    fake_openai.chat.script(
+        Reply(tool_calls=[ToolCall("lookup", {"order": 3}, id="c1")]), "Order 3 costs 30 EUR."
+    )
+    paths = [tmp_path / "first.sqlite", tmp_path / "second.sqlite"]
+    with record(paths[0]), record(paths[1]):
+        await agent(fake_openai).run("How much is order 3?")
+
+    for path in paths:
+        [run] = table(path, "SELECT * FROM runs")
+        assert (run["request"], run["status"]) == ("How much is order 3?", "ok")
+        spans = table(path, "SELECT * FROM spans ORDER BY started")
+        assert [s["name"] for s in spans] == [
+            "root",
+            "root.predictor.prompt",
+            "root.predictor.prompt.llm",
+            "root.tools.lookup",
+            "root.predictor.prompt",
+            "root.predictor.prompt.llm",
+        ]
+        ids = {s["id"] for s in spans}
+        assert {s["run_id"] for s in spans} == {run["id"]} and run["id"] in ids
+        assert all(s["parent_id"] in ids for s in spans[1:])
+        model_calls = [s for s in spans if s["kind"] == "LLM"]
+        tokens = sum(s["prompt_tokens"] + s["completion_tokens"] for s in model_calls)
+        assert run["tokens"] == tokens > 0

@@ -109,9 +109,6 @@ class _Span:
         return self if self._root is None else self._root
 
 
-_current: contextvars.ContextVar[_Span | None] = contextvars.ContextVar(
-    "promptimus_board_span", default=None
-)
 _STOP = object()
 
 
@@ -143,6 +140,11 @@ class Recording:
         # span ids: unique across the processes writing one file, cheap to make
         self._id_prefix = uuid.uuid4().hex[:8]
         self._ids = itertools.count(1)
+        # the span under way, this recording's own: two recordings at once (two files, or one
+        # file twice) each keep their own trees
+        self._current: contextvars.ContextVar[_Span | None] = contextvars.ContextVar(
+            f"promptimus_board_span_{self._id_prefix}", default=None
+        )
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._hurry = threading.Event()  # set by flush and close: write now
         self._file = SQLiteFile(self.path, busy_timeout=30.0)
@@ -207,14 +209,15 @@ class Recording:
     async def _intercept(
         self, module: Module, call_next: CallNext, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        parent = _current.get()
+        current = self._current
+        parent = current.get()
         span = _Span(module, None, parent)
         span.args = (_copied(args), _copied_kwargs(kwargs))
         put = self._queue.put
         if parent is None:
             span.resumes = resuming()
             put(("run", span))  # shown as running until it ends
-        token = _current.set(span)
+        token = current.set(span)
         try:
             output = await call_next(args, kwargs)
         except BaseException as exc:
@@ -224,13 +227,13 @@ class Recording:
             span.output = _copy(output)
             return output
         finally:
-            _current.reset(token)
+            current.reset(token)
             span.ended = time.time()  # last: the writer reads a span as ended once this is set
             put(("end", span))
 
     def on_start(self, call: ProviderCall) -> None:
         kind = _PROVIDER_KIND.get(call.kind) or call.kind.upper()
-        span = _Span(call.module, kind, _current.get())
+        span = _Span(call.module, kind, self._current.get())
         span.call_kind = call.kind
         span.provider = call.provider
         span.args = list(call.inputs) if call.kind != "rerank" else call.inputs
