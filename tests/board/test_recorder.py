@@ -18,6 +18,9 @@ from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.board import record
 from promptimus.errors import InvalidArgument
 from promptimus.llms import OpenAILike
+from promptimus.llms.cached import CachedLLM
+from promptimus.llms.fallback import FallbackLLM
+from promptimus.llms.memory_cache import MemoryCache
 from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.tools.tool import Tool
 
@@ -295,3 +298,72 @@ async def test_two_recordings_at_once_each_keep_whole_runs(
         model_calls = [s for s in spans if s["kind"] == "LLM"]
         tokens = sum(s["prompt_tokens"] + s["completion_tokens"] for s in model_calls)
         assert run["tokens"] == tokens > 0
+
+
+class Desk(Module):
+    """A module around an agent: the agent's model (and its key) is not the desk's own."""
+
+    def __init__(self, helper: Module) -> None:
+        super().__init__()
+        self.helper = helper
+
+    async def forward(self, text: str) -> str:
+        result = await self.helper.run(text)
+        return str(result.output)
+
+
+async def test_a_key_in_a_run_request_is_redacted_before_any_model_call_is_seen(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    on_disk: list[bytes] = []
+    with record(path, batch_seconds=0) as recording:
+
+        def slow_model(body: dict[str, Any]) -> str:
+            recording.flush()  # the run's start is written while the model thinks
+            on_disk.append(every_byte(tmp_path))
+            return "Keys are secret."
+
+        fake_openai.chat.respond_with(slow_model)
+        await Desk(agent(fake_openai))(f"Why does my key {KEY} fail?")
+
+    assert b"running" in on_disk[0] and KEY.encode() not in on_disk[0]
+    assert KEY.encode() not in every_byte(tmp_path)
+    [run] = table(path, "SELECT request FROM runs")
+    assert run["request"] == "Why does my key [REDACTED] fail?"
+
+
+@pytest.mark.parametrize("wrap", ["fallback", "cached"])
+async def test_the_key_of_a_model_behind_a_wrapper_is_redacted(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, wrap: str
+) -> None:
+    inner = OpenAILike("fake-model", api_key=KEY, base_url=fake_openai.base_url)
+    llm: Any = FallbackLLM(inner) if wrap == "fallback" else CachedLLM(inner, MemoryCache())
+    fake_openai.chat.script(f"your key is {KEY}")
+    path = tmp_path / "runs.sqlite"
+    with record(path):
+        await OpenaiToolCallingAgent("You help.", []).with_llm(llm).run("What is my key?")
+
+    assert KEY.encode() not in every_byte(tmp_path)
+    assert json.loads(table(path, "SELECT answer FROM runs")[0]["answer"]) == (
+        "your key is [REDACTED]"
+    )
+
+
+class Echo(Module):
+    async def forward(self, text: str) -> str:
+        return text
+
+
+async def test_a_secret_set_in_the_environment_while_recording_is_redacted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    monkeypatch.delenv("LATE_SERVICE_TOKEN", raising=False)
+    with record(path):
+        monkeypatch.setenv("LATE_SERVICE_TOKEN", TOKEN)  # a .env file read after record()
+        await Echo()(f"the token is {TOKEN}")
+
+    assert TOKEN.encode() not in every_byte(tmp_path)
+    [span] = table(path, "SELECT input FROM spans")
+    assert json.loads(span["input"]) == "the token is [REDACTED]"

@@ -12,10 +12,12 @@ given or returned are copied when it happens, so a memory appending to a history
 change what was recorded. `flush()`, `close()` (also at the end of `with record(...)`) and the
 interpreter's exit write whatever is queued, so a run that finished is never lost.
 
-Secrets: the keys every provider holds (`provider.secrets()`), and the values of environment
-variables whose names say KEY, TOKEN, SECRET or PASSWORD, are replaced by `[REDACTED]` in every
-text written, request options that carry credentials (headers, api_key) are dropped, and error
-texts are scrubbed the way provider errors are (`transport.secret_scrub.redact_secrets`).
+Secrets: the keys every provider holds (`provider.secrets()`: those of every provider in a
+run's module tree, learnt before its first row is made, and of the providers a wrapper such as
+`FallbackLLM` holds), and the values of environment variables whose names say KEY, TOKEN, SECRET
+or PASSWORD (read again before each write), are replaced by `[REDACTED]` in every text written,
+request options that carry credentials (headers, api_key) are dropped, and error texts are
+scrubbed the way provider errors are (`transport.secret_scrub.redact_secrets`).
 """
 
 from __future__ import annotations
@@ -363,22 +365,68 @@ class Recording:
             run.cost = (run.cost or 0.0) + span.cost
 
     def _learn_secrets(self, items: list[tuple[str, _Span]]) -> None:
-        """The keys of every provider the batch's calls used or could use, before any of its
-        rows is made."""
+        """Before any of the batch's rows is made: the secret environment variables as they are
+        now (a `.env` file may be read after `record()`), and the keys of every provider the
+        batch's calls used or could use. A run's start teaches the keys of every provider in
+        its module's tree (its request is written before any of them is called), a wrapper's
+        those of the providers it wraps."""
+        enc = self.encoder
+        enc.add_secrets(value for name, value in os.environ.items() if _SECRET_ENV.search(name))
         providers: dict[int, Any] = {}  # held here, so no id is reused while this runs
-        for _, span in items:
-            if span.provider is not None:
-                providers[id(span.provider)] = span.provider
-            elif span.module is not None:
-                for provider in span.module.own_providers().values():
-                    providers[id(provider)] = provider
+        for tag, span in items:
+            try:
+                if span.provider is not None:
+                    _add_providers(providers, span.provider)
+                elif tag == "run" and span.module is not None:
+                    for module in _tree_of(span.module):
+                        for provider in module.own_providers().values():
+                            _add_providers(providers, provider)
+                elif span.module is not None:
+                    for provider in span.module.own_providers().values():
+                        _add_providers(providers, provider)
+            except Exception:  # a tree changed while it was read: its next call teaches it
+                _log.debug("could not read a module's providers", exc_info=True)
         for provider in providers.values():
             secrets = getattr(provider, "secrets", None)
             if callable(secrets):
                 try:
-                    self.encoder.add_secrets(v for v in secrets() if isinstance(v, str))
+                    enc.add_secrets(v for v in secrets() if isinstance(v, str))
                 except Exception:
                     _log.debug("could not read a provider's secrets", exc_info=True)
+
+
+def _add_providers(found: dict[int, Any], provider: Any) -> None:
+    """`provider`, and those it wraps (a `FallbackLLM`'s chain, a `CachedLLM`'s model)."""
+    todo = [provider]
+    while todo:
+        one = todo.pop()
+        if one is None or id(one) in found or len(found) > 10_000:
+            continue
+        found[id(one)] = one
+        inner = getattr(one, "providers", None)
+        if isinstance(inner, list | tuple):
+            todo.extend(inner)
+        todo.append(getattr(one, "llm", None))
+
+
+def _tree_of(module: Module) -> list[Module]:
+    """Every module of the trees `module` is in: from each root above it, down."""
+    roots: list[Module] = []
+    todo, seen = [module], {id(module)}
+    while todo:
+        node = todo.pop()
+        owners = list(node._live_owners())
+        if not owners:
+            roots.append(node)
+        for owner in owners:
+            if id(owner) not in seen:
+                seen.add(id(owner))
+                todo.append(owner)
+    tree: dict[int, Module] = {}
+    for root in roots:
+        for one in root.modules():
+            tree[id(one)] = one
+    return list(tree.values())
 
 
 class _Rows:
