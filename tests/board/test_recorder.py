@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from promptimus import Module
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
@@ -367,3 +368,33 @@ async def test_a_secret_set_in_the_environment_while_recording_is_redacted(
     assert TOKEN.encode() not in every_byte(tmp_path)
     [span] = table(path, "SELECT input FROM spans")
     assert json.loads(span["input"]) == "the token is [REDACTED]"
+
+
+class Totals(BaseModel):
+    total: int
+    items: list[str]
+
+
+class Tally(Module):
+    async def forward(self, counts: dict[str, int], *, label: dict[str, str]) -> Totals:
+        return Totals(total=sum(counts.values()), items=sorted(counts))
+
+
+async def test_dicts_and_models_changed_after_the_call_are_recorded_as_they_were(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    counts = {"a": 1}
+    label = {"name": "before"}
+    with record(path, batch_seconds=10) as recording:
+        totals = await Tally()(counts, label=label)
+        counts["b"] = 2  # before the writer thread has read the call
+        label["name"] = "after"
+        totals.total = 99
+        recording.flush()
+    [span] = table(path, "SELECT input, output FROM spans")
+    assert json.loads(span["input"]) == {
+        "args": [{"a": 1}],
+        "kwargs": {"label": {"name": "before"}},
+    }
+    assert json.loads(span["output"]) == {"total": 1, "items": ["a"]}

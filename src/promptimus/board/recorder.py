@@ -8,7 +8,8 @@ notes what happened (references to the arguments, result or error, two clock rea
 microseconds a call) and puts it on a queue; a background thread names each span, turns its values
 into JSON (a message once per batch, however many histories hold it) and writes the batch in one
 transaction, within `batch_seconds`, mostly while the runs wait for their model. Lists a call was
-given or returned are copied when it happens, so a memory appending to a history later does not
+given or returned, dicts and pydantic models (not messages) are shallow-copied when it happens,
+so a memory appending to a history, or a caller changing a dict or a model afterwards, does not
 change what was recorded. `flush()`, `close()` (also at the end of `with record(...)`) and the
 interpreter's exit write whatever is queued, so a run that finished is never lost.
 
@@ -36,6 +37,8 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from ..agents.run_state import RunState, resuming
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
@@ -205,8 +208,8 @@ class Recording:
         return f"Recording({str(self.path)!r}, active={self.active})"
 
     # ------------------------------------------------------------------ the seams
-    # On the calling thread: a few attribute writes and a queue put per call. Lists are copied
-    # (a memory appends to the list a prompt was called with, after the call).
+    # On the calling thread: a few attribute writes and a queue put per call. Lists, dicts and
+    # models are copied (a memory appends to the list a prompt was called with, after the call).
 
     async def _intercept(
         self, module: Module, call_next: CallNext, args: tuple[Any, ...], kwargs: dict[str, Any]
@@ -524,20 +527,37 @@ class _Rows:
         return self.enc.text(redact_secrets(text, self.enc.secrets))
 
 
+# values kept as they are: immutable, or (a message) not changed once made
+_KEPT: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes, tuple, Message})
+
+
 def _copy(value: Any) -> Any:
-    return list(value) if type(value) is list else value
+    """What is recorded of a value the call was given or returned, taken when it happens: a
+    list or dict shallow-copied, a pydantic model (a structured output) too, so a change made
+    after the call (a history appended to, a dict or a field set) does not change the record."""
+    kind = type(value)
+    if kind is list:
+        return list(value)
+    if kind is dict:
+        return dict(value)
+    if kind in _KEPT or not isinstance(value, BaseModel):
+        return value
+    try:
+        return value.model_copy()
+    except Exception:  # recording must never break the call
+        return value
 
 
 def _copied_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     for value in kwargs.values():
-        if type(value) is list:
+        if type(value) not in _KEPT:
             return {key: _copy(v) for key, v in kwargs.items()}
     return kwargs  # made for this call alone: nothing changes it afterwards
 
 
 def _copied(args: tuple[Any, ...]) -> tuple[Any, ...]:
     for value in args:
-        if type(value) is list:
+        if type(value) not in _KEPT:
             return tuple(_copy(v) for v in args)
     return args
 
