@@ -398,3 +398,45 @@ async def test_dicts_and_models_changed_after_the_call_are_recorded_as_they_were
         "kwargs": {"label": {"name": "before"}},
     }
     assert json.loads(span["output"]) == {"total": 1, "items": ["a"]}
+
+
+class Unprintable(Exception):
+    """An error whose text cannot be made (its `__str__` fails)."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+class Fails(Module):
+    async def forward(self, text: str) -> str:
+        raise Unprintable()
+
+
+class Pending:
+    """A reply object whose `status` cannot be read (a lazy response not loaded yet)."""
+
+    @property
+    def status(self) -> str:
+        raise RuntimeError("not loaded")
+
+
+class Lazy(Module):
+    async def forward(self, text: str) -> Pending:
+        return Pending()
+
+
+async def test_a_run_whose_values_cannot_be_read_is_still_kept_as_ended(tmp_path: Path) -> None:
+    path = tmp_path / "runs.sqlite"
+    with record(path, batch_seconds=10):
+        with pytest.raises(Unprintable):
+            await Fails()("page")
+        await Lazy()("later")
+        await Echo()("next")
+
+    first, second, third = table(path, "SELECT * FROM runs ORDER BY started")
+    assert (first["status"], first["request"]) == ("error", "page")
+    assert first["ended"] is not None and first["error"].startswith("Unprintable")
+    assert (second["status"], second["ended"] is not None) == ("ok", True)
+    assert (third["status"], json.loads(third["answer"])) == ("ok", "next")
+    statuses = [s["status"] for s in table(path, "SELECT status FROM spans ORDER BY started")]
+    assert statuses == ["error", "ok"]  # the lazy reply's span cannot be made; the others are

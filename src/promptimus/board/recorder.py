@@ -304,19 +304,20 @@ class Recording:
         for tag, span in items:
             try:
                 self._name(span, paths)
+                if span.parent is None:
+                    runs[id(span)] = span
                 if tag == "end":
                     self._count(span)
                     spans.append(rows.span(span))
-                if span.parent is None:
-                    runs[id(span)] = span
             except Exception:  # a value that cannot be read must not cost the others
                 _log.debug("promptimus.board could not record %s", span.name, exc_info=True)
         run_rows: list[tuple[Any, ...]] = []
         for span in runs.values():
             try:
                 run_rows.append(rows.run(span))
-            except Exception:
+            except Exception:  # its values cannot be read: still kept, and shown as ended
                 _log.debug("promptimus.board could not record run %s", span.name, exc_info=True)
+                run_rows.append(rows.bare_run(span))
         if not spans and not run_rows:
             return
         with self._file.using() as db:
@@ -516,6 +517,28 @@ class _Rows:
             None if span.resumes is None else span.resumes.id,
         )
 
+    def bare_run(self, span: _Span) -> tuple[Any, ...]:
+        """A run's row with only what is sure to be readable: its status and times."""
+        ended = span.ended
+        try:
+            status = _status(span) if ended is not None else "running"
+        except Exception:
+            status = "error" if span.error is not None else "ok"
+        return (
+            self.recording.span_id(span),
+            str(span.name),
+            "",
+            status,
+            span.started,
+            ended,
+            span.tokens,
+            span.cost,
+            None,
+            None,
+            None,
+            None,
+        )
+
     def error(self, span: _Span, *, full: bool) -> str | None:
         error = span.error
         if span.ended is None or error is None or isinstance(error, ApprovalRequired):
@@ -523,7 +546,11 @@ class _Rows:
         if full:
             text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         else:
-            text = f"{type(error).__name__}: {error}"
+            try:
+                shown = str(error)
+            except Exception:  # an error whose text fails: the run is kept all the same
+                shown = "<its text could not be made>"
+            text = f"{type(error).__name__}: {shown}"
         return self.enc.text(redact_secrets(text, self.enc.secrets))
 
 
