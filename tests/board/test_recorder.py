@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -440,3 +443,56 @@ async def test_a_run_whose_values_cannot_be_read_is_still_kept_as_ended(tmp_path
     assert (third["status"], json.loads(third["answer"])) == ("ok", "next")
     statuses = [s["status"] for s in table(path, "SELECT status FROM spans ORDER BY started")]
     assert statuses == ["error", "ok"]  # the lazy reply's span cannot be made; the others are
+
+
+FORKED = """
+import asyncio, multiprocessing, os, sys
+from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.board import record
+from promptimus.llms import OpenAILike
+
+path, base_url = sys.argv[1], sys.argv[2]
+
+
+def run(request):
+    llm = OpenAILike("fake-model", api_key="sk-forked-key-789", base_url=base_url)
+    asyncio.run(OpenaiToolCallingAgent("You help.", []).with_llm(llm).run(request))
+
+
+recording = record(path, batch_seconds=10)
+run("before the fork")
+pid = os.fork()
+if pid == 0:
+    run("in the child")
+    sys.exit(0)  # the interpreter's exit writes what the child recorded
+_, status = os.waitpid(pid, 0)
+child = multiprocessing.get_context("fork").Process(target=run, args=("in a process",))
+child.start()  # it ends with os._exit: multiprocessing's exit writes what it recorded
+child.join()
+run("after the fork")
+recording.close()
+print("child", os.waitstatus_to_exitcode(status), child.exitcode)
+"""
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_records_its_runs_with_span_ids_of_its_own(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    done = subprocess.run(
+        [sys.executable, "-W", "ignore", "-c", FORKED, str(path), fake_openai.base_url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.stdout.split() == ["child", "0", "0"], done.stderr
+    runs = table(path, "SELECT id, request, status FROM runs ORDER BY started")
+    assert [(r["request"], r["status"]) for r in runs] == [
+        ("before the fork", "ok"),
+        ("in the child", "ok"),
+        ("in a process", "ok"),
+        ("after the fork", "ok"),
+    ]
+    spans = table(path, "SELECT run_id FROM spans")
+    assert sorted(s["run_id"] for s in spans) == sorted(r["id"] for r in runs for _ in range(3))

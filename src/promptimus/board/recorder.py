@@ -11,7 +11,8 @@ transaction, within `batch_seconds`, mostly while the runs wait for their model.
 given or returned, dicts and pydantic models (not messages) are shallow-copied when it happens,
 so a memory appending to a history, or a caller changing a dict or a model afterwards, does not
 change what was recorded. `flush()`, `close()` (also at the end of `with record(...)`) and the
-interpreter's exit write whatever is queued, so a run that finished is never lost.
+interpreter's exit write whatever is queued, so a run that finished is never lost. A forked
+child (`os.fork`, multiprocessing) records its own runs, with a writer thread of its own.
 
 Secrets: the keys every provider holds (`provider.secrets()`: those of every provider in a
 run's module tree, learnt before its first row is made, and of the providers a wrapper such as
@@ -34,6 +35,7 @@ import threading
 import time
 import traceback
 import uuid
+import weakref
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -117,6 +119,25 @@ class _Span:
 _STOP = object()
 
 
+_open_recordings: weakref.WeakSet[Recording] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for recording in list(_open_recordings):
+        recording._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _close_at_process_exit(recording: Recording) -> None:
+    from multiprocessing import util as mp_util
+
+    if recording.active:
+        mp_util.Finalize(None, recording.close, exitpriority=100)
+
+
 class Recording:
     """An active recording (see `record`): `flush()`, `close()`, or use it with `with`."""
 
@@ -150,15 +171,7 @@ class Recording:
         self._current: contextvars.ContextVar[_Span | None] = contextvars.ContextVar(
             f"promptimus_board_span_{self._id_prefix}", default=None
         )
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._hurry = threading.Event()  # set by flush and close: write now
-        self._file = SQLiteFile(self.path, busy_timeout=30.0)
-        # the writer thread opens the file (its connection is its own) before this returns
-        self._opened = threading.Event()
-        self._open_error: BaseException | None = None
-        self._thread = threading.Thread(target=self._write_loop, name="promptimus-board-writer")
-        self._thread.daemon = True
-        self._thread.start()
+        self._start_writer()
         self._opened.wait()
         if self._open_error is not None:  # a bad path fails here, in the caller
             self._thread.join()
@@ -171,6 +184,31 @@ class Recording:
             register_provider_call_observer(self),
         ]
         atexit.register(self.close)
+        _open_recordings.add(self)
+        from multiprocessing import util as mp_util
+
+        # a multiprocessing child ends with os._exit, after its own exit handlers, not atexit
+        mp_util.register_after_fork(self, _close_at_process_exit)
+
+    def _start_writer(self) -> None:
+        """A queue and the writer thread; the thread opens the file (its connection is its
+        own), then sets `_opened`."""
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._hurry = threading.Event()  # set by flush and close: write now
+        self._file = SQLiteFile(self.path, busy_timeout=30.0)
+        self._opened = threading.Event()
+        self._open_error: BaseException | None = None
+        self._thread = threading.Thread(target=self._write_loop, name="promptimus-board-writer")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def _after_fork(self) -> None:
+        """In a forked child, which has none of its parent's threads: a writer of its own, with
+        span ids of its own (the parent's counter would make the same ones, and the rows would
+        replace each other). What the parent had queued is the parent's to write."""
+        self._id_prefix = uuid.uuid4().hex[:8]
+        self._ids = itertools.count(1)
+        self._start_writer()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -197,6 +235,7 @@ class Recording:
             self._hurry.set()
             self._thread.join(60.0)
         atexit.unregister(self.close)
+        _open_recordings.discard(self)
 
     def __enter__(self) -> Recording:
         return self
