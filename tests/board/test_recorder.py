@@ -496,3 +496,38 @@ def test_a_forked_child_records_its_runs_with_span_ids_of_its_own(
     ]
     spans = table(path, "SELECT run_id FROM spans")
     assert sorted(s["run_id"] for s in spans) == sorted(r["id"] for r in runs for _ in range(3))
+
+
+class Fanout(Module):
+    """Asks a helper and a failing module at once, with `asyncio.gather`: the failure ends
+    the call while the helper's model call goes on."""
+
+    def __init__(self, helper: Module) -> None:
+        super().__init__()
+        self.helper = helper
+        self.failing = Broken()
+        self.left: list[asyncio.Future[Any]] = []
+
+    async def forward(self, text: str) -> str:
+        asked = asyncio.ensure_future(self.helper.run(text))
+        self.left.append(asked)
+        await asyncio.gather(asked, self.failing(text))
+        return "unreachable"
+
+
+async def test_a_model_call_that_ends_after_its_run_still_counts_in_the_run_tokens(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    fanout = Fanout(agent(fake_openai))
+    with record(path) as recording:
+        with pytest.raises(ValueError):
+            await fanout("order 5")
+        recording.flush()  # the run's end is written before its helper's answer comes
+        await fanout.left[0]
+
+    [run] = table(path, "SELECT * FROM runs")
+    model_calls = table(path, "SELECT * FROM spans WHERE kind = 'LLM'")
+    assert [m["run_id"] for m in model_calls] == [run["id"]]
+    tokens = sum(s["prompt_tokens"] + s["completion_tokens"] for s in model_calls)
+    assert run["status"] == "error" and run["tokens"] == tokens > 0

@@ -346,7 +346,9 @@ class Recording:
                 if span.parent is None:
                     runs[id(span)] = span
                 if tag == "end":
-                    self._count(span)
+                    run = self._count(span)
+                    if run is not None and run.ended is not None:  # a straggler (gather)
+                        runs[id(run)] = run  # its run's row again, with these tokens
                     spans.append(rows.span(span))
             except Exception:  # a value that cannot be read must not cost the others
                 _log.debug("promptimus.board could not record %s", span.name, exc_info=True)
@@ -396,16 +398,17 @@ class Recording:
         else:
             span.name = f"{where}.{span.call_kind}"
 
-    def _count(self, span: _Span) -> None:
-        """Add a model call's tokens and cost to its run's."""
+    def _count(self, span: _Span) -> _Span | None:
+        """Add a model call's tokens and cost to its run's; the run, if it had any."""
         usage = span.usage
         if usage is None or span.call_kind is None:
-            return
+            return None
         span.cost = cost_of(self.pricing, span.model, usage)
         run = span.run
         run.tokens += usage.total_tokens
         if span.cost is not None:
             run.cost = (run.cost or 0.0) + span.cost
+        return run
 
     def _learn_secrets(self, items: list[tuple[str, _Span]]) -> None:
         """Before any of the batch's rows is made: the secret environment variables as they are
