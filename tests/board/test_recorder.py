@@ -531,3 +531,21 @@ async def test_a_model_call_that_ends_after_its_run_still_counts_in_the_run_toke
     assert [m["run_id"] for m in model_calls] == [run["id"]]
     tokens = sum(s["prompt_tokens"] + s["completion_tokens"] for s in model_calls)
     assert run["status"] == "error" and run["tokens"] == tokens > 0
+
+
+class Found(Module):
+    async def forward(self, order: int) -> dict[str, Any]:
+        return {"order": order, "found": False, "seconds": 3600}
+
+
+async def test_environment_settings_that_are_not_secrets_leave_values_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TOKENIZERS_PARALLELISM", "false")  # a name with TOKEN, not a secret
+    monkeypatch.setenv("SESSION_TOKEN_SECONDS", "3600")
+    monkeypatch.setenv("SHOP_API_TOKEN", TOKEN)
+    path = tmp_path / "runs.sqlite"
+    with record(path):
+        await Found()(7)
+    [span] = table(path, "SELECT output FROM spans")
+    assert json.loads(span["output"]) == {"order": 7, "found": False, "seconds": 3600}

@@ -60,8 +60,23 @@ __all__ = ["Recording", "record"]
 
 _log = logging.getLogger(__name__)
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+# values of such variables that are settings, not secrets: redacting them would change every
+# `false` or `3600` written (TOKENIZERS_PARALLELISM=false, SESSION_TOKEN_SECONDS=3600)
+_NOT_SECRETS = frozenset({"true", "false", "yes", "no", "none", "null", "on", "off", "auto"})
 _PROVIDER_KIND = {"llm": "LLM", "embedding": "EMBEDDING", "rerank": "RERANKER"}
 _MAX_BATCH = 2000
+
+
+def _secret_env_values() -> list[str]:
+    """The values of the environment variables whose names say KEY, TOKEN, SECRET or PASSWORD,
+    but for flags and numbers."""
+    return [
+        value
+        for name, value in os.environ.items()
+        if _SECRET_ENV.search(name)
+        and value.strip().lower() not in _NOT_SECRETS
+        and not value.strip().isdigit()
+    ]
 
 
 class _Span:
@@ -158,9 +173,7 @@ class Recording:
             raise InvalidArgument(f"{self.path} is a folder; record(path) takes a .sqlite file.")
         self.pricing = check_pricing(pricing)
         self.encoder = ValueEncoder(max_value_chars)
-        self.encoder.add_secrets(
-            value for name, value in os.environ.items() if _SECRET_ENV.search(name)
-        )
+        self.encoder.add_secrets(_secret_env_values())
         self.batch_seconds = float(batch_seconds)
         self.written = 0  # rows written so far (spans and runs)
         # span ids: unique across the processes writing one file, cheap to make
@@ -417,7 +430,7 @@ class Recording:
         its module's tree (its request is written before any of them is called), a wrapper's
         those of the providers it wraps."""
         enc = self.encoder
-        enc.add_secrets(value for name, value in os.environ.items() if _SECRET_ENV.search(name))
+        enc.add_secrets(_secret_env_values())
         providers: dict[int, Any] = {}  # held here, so no id is reused while this runs
         for tag, span in items:
             try:
