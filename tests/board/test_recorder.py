@@ -549,3 +549,20 @@ async def test_environment_settings_that_are_not_secrets_leave_values_alone(
         await Found()(7)
     [span] = table(path, "SELECT output FROM spans")
     assert json.loads(span["output"]) == {"order": 7, "found": False, "seconds": 3600}
+
+
+async def test_a_secret_with_quotes_or_backslashes_is_redacted_in_json_values(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    password = 'hunter"2\\door'
+    monkeypatch.setenv("SHOP_DB_PASSWORD", password)
+    path = tmp_path / "runs.sqlite"
+    with record(path):
+        await Echo()(f"connect with {password}")
+        await Keeper()([password])
+
+    written = every_byte(tmp_path)
+    assert password.encode() not in written
+    assert json.dumps(password)[1:-1].encode() not in written  # as JSON text holds it
+    inputs = [json.loads(s["input"]) for s in table(path, "SELECT input FROM spans")]
+    assert inputs == ["connect with [REDACTED]", ["[REDACTED]"]]
