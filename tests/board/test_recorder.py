@@ -566,3 +566,19 @@ async def test_a_secret_with_quotes_or_backslashes_is_redacted_in_json_values(
     assert json.dumps(password)[1:-1].encode() not in written  # as JSON text holds it
     inputs = [json.loads(s["input"]) for s in table(path, "SELECT input FROM spans")]
     assert inputs == ["connect with [REDACTED]", ["[REDACTED]"]]
+
+
+async def test_recording_a_file_already_recorded_takes_over_without_doubling_runs(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    first = record(path)  # a notebook cell run twice
+    second = record(tmp_path / "." / "runs.sqlite")
+    try:
+        await Echo()("once")
+    finally:
+        second.close()
+        first.close()
+    assert (first.active, second.active) == (False, False)
+    assert [r["request"] for r in table(path, "SELECT request FROM runs")] == ["once"]
+    assert len(table(path, "SELECT id FROM spans")) == 1

@@ -205,6 +205,10 @@ class Recording:
                 f"record({str(self.path)!r}) cannot open that file ({self._open_error}); give "
                 "a .sqlite file in a folder that exists and that you may write to."
             ) from self._open_error
+        where = self.path.resolve()
+        for other in list(_open_recordings):  # one recording per file: the new one takes over
+            if other.path.resolve() == where:
+                other.close()
         self._handles: list[RemovableHandle] = [
             register_module_call_interceptor(self._intercept),
             register_provider_call_observer(self),
@@ -673,7 +677,8 @@ def record(
     - `batch_seconds`: how long the writer thread lets records gather before a write.
 
     Returns the `Recording`: `close()` it (or use `with record(path):`) to stop; what was
-    queued is written then, and at the interpreter's exit.
+    queued is written then, and at the interpreter's exit. Recording a file this process
+    already records closes that recording first (each run is kept once).
     """
     return Recording(
         path, pricing=pricing, max_value_chars=max_value_chars, batch_seconds=batch_seconds
