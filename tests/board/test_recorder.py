@@ -582,3 +582,32 @@ async def test_recording_a_file_already_recorded_takes_over_without_doubling_run
     assert (first.active, second.active) == (False, False)
     assert [r["request"] for r in table(path, "SELECT request FROM runs")] == ["once"]
     assert len(table(path, "SELECT id FROM spans")) == 1
+
+
+class Later:
+    """A value whose text needs a result that was cancelled: `str` raises CancelledError, which
+    is not an Exception."""
+
+    def __str__(self) -> str:
+        raise asyncio.CancelledError()
+
+
+class Defers(Module):
+    async def forward(self, text: str) -> Later:
+        return Later()
+
+
+async def test_a_value_that_raises_a_base_exception_costs_only_its_own_span(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    with record(path) as recording:
+        await Defers()("first")
+        recording.flush()
+        await Echo()("second")
+        recording.flush()
+        assert "second" in [r["request"] for r in table(path, "SELECT request FROM runs")]
+    assert [r["request"] for r in table(path, "SELECT request FROM runs ORDER BY started")] == [
+        "first",
+        "second",
+    ]

@@ -352,7 +352,8 @@ class Recording:
             stop = any(item is _STOP for item in batch)
             try:
                 self._write(batch)
-            except Exception:  # a full disk must not break the user's runs
+            except BaseException:  # a full disk must not break the user's runs (nor a value
+                # raising what is not an Exception, CancelledError, stop this thread)
                 _log.exception("promptimus.board could not write %d records", len(batch))
             for item in batch:
                 if isinstance(item, threading.Event):
@@ -380,13 +381,13 @@ class Recording:
                     if run is not None and run.ended is not None:  # a straggler (gather)
                         runs[id(run)] = run  # its run's row again, with these tokens
                     spans.append(rows.span(span))
-            except Exception:  # a value that cannot be read must not cost the others
+            except BaseException:  # a value that cannot be read must not cost the others
                 _log.debug("promptimus.board could not record %s", span.name, exc_info=True)
         run_rows: list[tuple[Any, ...]] = []
         for span in runs.values():
             try:
                 run_rows.append(rows.run(span))
-            except Exception:  # its values cannot be read: still kept, and shown as ended
+            except BaseException:  # its values cannot be read: still kept, and shown as ended
                 _log.debug("promptimus.board could not record run %s", span.name, exc_info=True)
                 run_rows.append(rows.bare_run(span))
         if not spans and not run_rows:
@@ -460,14 +461,14 @@ class Recording:
                 elif span.module is not None:
                     for provider in span.module.own_providers().values():
                         _add_providers(providers, provider)
-            except Exception:  # a tree changed while it was read: its next call teaches it
+            except BaseException:  # a tree changed while it was read: its next call teaches it
                 _log.debug("could not read a module's providers", exc_info=True)
         for provider in providers.values():
             secrets = getattr(provider, "secrets", None)
             if callable(secrets):
                 try:
                     enc.add_secrets(_as_written(v for v in secrets() if isinstance(v, str)))
-                except Exception:
+                except BaseException:
                     _log.debug("could not read a provider's secrets", exc_info=True)
 
 
@@ -590,16 +591,20 @@ class _Rows:
         )
 
     def bare_run(self, span: _Span) -> tuple[Any, ...]:
-        """A run's row with only what is sure to be readable: its status and times."""
+        """A run's row with what can be read of it: at least its status and times."""
         ended = span.ended
         try:
             status = _status(span) if ended is not None else "running"
-        except Exception:
+        except BaseException:
             status = "error" if span.error is not None else "ok"
+        try:
+            request = _request_text(self.enc, span)
+        except BaseException:
+            request = ""
         return (
             self.recording.span_id(span),
             str(span.name),
-            "",
+            request,
             status,
             span.started,
             ended,
@@ -620,7 +625,7 @@ class _Rows:
         else:
             try:
                 shown = str(error)
-            except Exception:  # an error whose text fails: the run is kept all the same
+            except BaseException:  # an error whose text fails: the run is kept all the same
                 shown = "<its text could not be made>"
             text = f"{type(error).__name__}: {shown}"
         return self.enc.text(redact_secrets(text, self.enc.secrets))
