@@ -611,3 +611,25 @@ async def test_a_value_that_raises_a_base_exception_costs_only_its_own_span(
         "first",
         "second",
     ]
+
+
+async def test_a_run_under_way_when_the_recording_closes_is_kept_as_it_ends(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    recording = record(path)
+
+    def closing_model(body: dict[str, Any]) -> str:
+        recording.close()  # while the run waits for its model
+        return "Order 7 costs 30 EUR."
+
+    fake_openai.chat.respond_with(closing_model)
+    result = await agent(fake_openai).run("How much is order 7?")
+    assert result.status == "completed" and not recording.active
+    recording.flush()
+    [run] = table(path, "SELECT * FROM runs")
+    assert (run["status"], json.loads(run["answer"])) == ("ok", "Order 7 costs 30 EUR.")
+    assert run["ended"] is not None and run["tokens"] > 0
+    await Echo()("after close")  # no longer recorded
+    recording.flush()
+    assert len(table(path, "SELECT id FROM runs")) == 1

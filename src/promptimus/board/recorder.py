@@ -228,6 +228,7 @@ class Recording:
         self._file = SQLiteFile(self.path, busy_timeout=30.0)
         self._opened = threading.Event()
         self._open_error: BaseException | None = None
+        self._running: dict[int, _Span] = {}  # runs started and not ended (writer's own)
         self._thread = threading.Thread(target=self._write_loop, name="promptimus-board-writer")
         self._thread.daemon = True
         self._thread.start()
@@ -248,24 +249,34 @@ class Recording:
 
     def flush(self, timeout: float = 30.0) -> None:
         """Wait until everything queued so far is written."""
-        if not self._thread.is_alive():
-            return
-        done = threading.Event()
-        self._queue.put(done)
-        self._hurry.set()
-        done.wait(timeout)
+        self._written(timeout)
 
     def close(self) -> None:
-        """Stop recording, write what is queued, close the file (idempotent)."""
+        """Stop recording, write what is queued, close the file (idempotent). A run under way
+        is still kept as it ends (its calls made from now on are not): the file is closed once
+        the last of them has ended."""
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
         if self._thread.is_alive():
             self._queue.put(_STOP)
-            self._hurry.set()
-            self._thread.join(60.0)
+            self._written(60.0)
+            if not self._running:
+                self._thread.join(60.0)
         atexit.unregister(self.close)
         _open_recordings.discard(self)
+
+    def _written(self, timeout: float) -> None:
+        """Wait until what is queued now is written (not past the writer thread's end)."""
+        if not self._thread.is_alive():
+            return
+        done = threading.Event()
+        self._queue.put(done)
+        self._hurry.set()
+        deadline = time.monotonic() + timeout
+        while not done.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
+            if not self._thread.is_alive() or time.monotonic() >= deadline:
+                return
 
     def __enter__(self) -> Recording:
         return self
@@ -338,8 +349,8 @@ class Recording:
             return
         finally:
             self._opened.set()
-        stop = False
-        while not stop:
+        stopping = False
+        while not stopping or self._running:  # once stopped, until the runs under way end
             batch = [self._queue.get()]
             if batch[0] is not _STOP and not isinstance(batch[0], threading.Event):
                 self._hurry.wait(self.batch_seconds)  # let a batch gather, unless flushed
@@ -349,7 +360,8 @@ class Recording:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            stop = any(item is _STOP for item in batch)
+            stopping = stopping or any(item is _STOP for item in batch)
+            self._note_running(batch)
             try:
                 self._write(batch)
             except BaseException:  # a full disk must not break the user's runs (nor a value
@@ -359,6 +371,15 @@ class Recording:
                 if isinstance(item, threading.Event):
                     item.set()
         self._file.close()
+
+    def _note_running(self, batch: list[Any]) -> None:
+        for item in batch:
+            if type(item) is tuple:
+                tag, span = item
+                if tag == "run":
+                    self._running[id(span)] = span
+                elif span.parent is None:
+                    self._running.pop(id(span), None)
 
     def _write(self, batch: list[Any]) -> None:
         """Turn the batch's spans into rows and write them in one transaction, each table's
