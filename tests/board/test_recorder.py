@@ -633,3 +633,23 @@ async def test_a_run_under_way_when_the_recording_closes_is_kept_as_it_ends(
     await Echo()("after close")  # no longer recorded
     recording.flush()
     assert len(table(path, "SELECT id FROM runs")) == 1
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("batch_seconds", True),
+        ("batch_seconds", "0.1"),
+        ("batch_seconds", float("inf")),
+        ("max_value_chars", float("nan")),
+        ("max_value_chars", "100"),
+        ("max_value_chars", True),
+        ("max_value_chars", 10),
+    ],
+)
+def test_options_that_are_not_numbers_in_range_are_named_errors(
+    tmp_path: Path, option: str, value: Any
+) -> None:
+    with pytest.raises(InvalidArgument, match=option):
+        record(tmp_path / "runs.sqlite", **{option: value})
+    assert not (tmp_path / "runs.sqlite").exists()  # refused before anything was made

@@ -44,6 +44,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..agents.run_state import RunState, resuming
+from ..argument_checks import finite_number, positive_int
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
 from ..core.module import Module
 from ..dto.message import Message
@@ -179,13 +180,15 @@ class Recording:
     ) -> None:
         if not isinstance(path, str | os.PathLike):
             raise InvalidArgument(f"record(path) takes a file path, got {type(path).__name__}.")
-        if not (isinstance(batch_seconds, int | float) and 0 <= batch_seconds <= 10):
+        if finite_number(batch_seconds, "batch_seconds") > 10:
             raise InvalidArgument(f"batch_seconds must be in [0, 10], got {batch_seconds!r}.")
+        if positive_int(max_value_chars, "max_value_chars") < 64:
+            raise InvalidArgument(f"max_value_chars must be >= 64, got {max_value_chars!r}.")
         self.path = Path(path)
         if self.path.is_dir():
             raise InvalidArgument(f"{self.path} is a folder; record(path) takes a .sqlite file.")
         self.pricing = check_pricing(pricing)
-        self.encoder = ValueEncoder(max_value_chars)
+        self.encoder = ValueEncoder(int(max_value_chars))
         self.encoder.add_secrets(_as_written(_secret_env_values()))
         self.batch_seconds = float(batch_seconds)
         self.written = 0  # rows written so far (spans and runs)
