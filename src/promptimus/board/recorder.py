@@ -192,8 +192,11 @@ class Recording:
         self.encoder.add_secrets(_as_written(_secret_env_values()))
         self.batch_seconds = float(batch_seconds)
         self.written = 0  # rows written so far (spans and runs)
-        # span ids: unique across the processes writing one file, cheap to make
-        self._id_prefix = uuid.uuid4().hex[:8]
+        # span ids: unique across the processes writing one file, cheap to make. 64 random
+        # bits: with 32, a file recorded into by ten thousand processes over its life had a
+        # one in a hundred chance that two shared a prefix, and the later one's rows replaced
+        # the earlier one's
+        self._id_prefix = uuid.uuid4().hex[:16]
         self._ids = itertools.count(1)
         # the span under way, this recording's own: two recordings at once (two files, or one
         # file twice) each keep their own trees
@@ -240,7 +243,7 @@ class Recording:
         """In a forked child, which has none of its parent's threads: a writer of its own, with
         span ids of its own (the parent's counter would make the same ones, and the rows would
         replace each other). What the parent had queued is the parent's to write."""
-        self._id_prefix = uuid.uuid4().hex[:8]
+        self._id_prefix = uuid.uuid4().hex[:16]
         self._ids = itertools.count(1)
         self._start_writer()
 
