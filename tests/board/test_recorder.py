@@ -11,6 +11,7 @@ import os
 import sqlite3
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -653,3 +654,28 @@ def test_options_that_are_not_numbers_in_range_are_named_errors(
     with pytest.raises(InvalidArgument, match=option):
         record(tmp_path / "runs.sqlite", **{option: value})
     assert not (tmp_path / "runs.sqlite").exists()  # refused before anything was made
+
+
+@dataclass
+class ShopDeps:
+    """What the tools need: the shop's database, by its URL (password in it)."""
+
+    dsn: str
+    currency: str = "EUR"
+
+
+async def test_a_password_in_a_url_among_the_values_is_redacted(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    dsn = "postgresql://shop:pg-pass-31415@db.internal:5432/shop"
+    fake_openai.chat.script("Order 7 costs 30 EUR.")
+    path = tmp_path / "runs.sqlite"
+    with record(path):
+        await agent(fake_openai).run("How much is order 7?", deps=ShopDeps(dsn))
+        await Echo()(f"could not connect to {dsn}")
+
+    assert b"pg-pass-31415" not in every_byte(tmp_path)
+    [_, echo] = table(path, "SELECT input FROM spans WHERE name = 'root' ORDER BY started")
+    assert json.loads(echo["input"]) == (
+        "could not connect to postgresql://shop:[REDACTED]@db.internal:5432/shop"
+    )

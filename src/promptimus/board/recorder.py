@@ -54,7 +54,7 @@ from ..observe.module_path import absolute_path
 from ..observe.pricing import Pricing, check_pricing, cost_of
 from ..observe.provider_calls import ProviderCall, register_provider_call_observer
 from ..sqlite_file import SQLiteFile
-from ..tracing.attribute_values import ValueEncoder
+from ..tracing.attribute_values import REDACTED, ValueEncoder
 from ..transport.secret_scrub import redact_secrets
 from .store import create
 
@@ -91,6 +91,27 @@ def _as_written(secrets: Iterable[str]) -> list[str]:
         if escaped != secret:
             forms.append(escaped)
     return forms
+
+
+# the password of a URL (`postgresql://user:password@host/db`): a database URL among a run's
+# values (its deps, an error) is written without it. Each part is bounded, so a long run of
+# letters cannot make the search quadratic.
+_URL_PASSWORD = re.compile(
+    r"([a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^:@/\s\"'\\]{0,256}:)([^@/\s\"'\\]{1,256})@"
+)
+
+
+class _Encoder(ValueEncoder):
+    """The tracing encoder (known secrets redacted, long texts cut), also leaving out the
+    passwords of URLs."""
+
+    __slots__ = ()
+
+    def redact(self, value: str) -> str:
+        value = super().redact(value)
+        if "://" in value and "@" in value:
+            value = _URL_PASSWORD.sub(r"\1" + REDACTED + "@", value)
+        return value
 
 
 class _Span:
@@ -188,7 +209,7 @@ class Recording:
         if self.path.is_dir():
             raise InvalidArgument(f"{self.path} is a folder; record(path) takes a .sqlite file.")
         self.pricing = check_pricing(pricing)
-        self.encoder = ValueEncoder(int(max_value_chars))
+        self.encoder = _Encoder(int(max_value_chars))
         self.encoder.add_secrets(_as_written(_secret_env_values()))
         self.batch_seconds = float(batch_seconds)
         self.written = 0  # rows written so far (spans and runs)
