@@ -18,8 +18,9 @@ Secrets: the keys every provider holds (`provider.secrets()`: those of every pro
 run's module tree, learnt before its first row is made, and of the providers a wrapper such as
 `FallbackLLM` holds), and the values of environment variables whose names say KEY, TOKEN, SECRET
 or PASSWORD (read again before each write), are replaced by `[REDACTED]` in every text written,
-request options that carry credentials (headers, api_key) are dropped, and error texts are
-scrubbed the way provider errors are (`transport.secret_scrub.redact_secrets`).
+as are the passwords of URLs (`postgresql://user:password@host`); request options that carry
+credentials (headers, api_key) are dropped, and error texts are scrubbed the way provider
+errors are (`transport.secret_scrub.redact_secrets`).
 """
 
 from __future__ import annotations
