@@ -499,19 +499,21 @@ class Recording:
         enc = self.encoder
         enc.add_secrets(_as_written(_secret_env_values()))
         providers: dict[int, Any] = {}  # held here, so no id is reused while this runs
+        modules: dict[int, Module] = {}  # the trees of the runs that start
         for tag, span in items:
             try:
                 if span.provider is not None:
                     _add_providers(providers, span.provider)
                 elif tag == "run" and span.module is not None:
-                    for module in _tree_of(span.module):
-                        for provider in module.own_providers().values():
-                            _add_providers(providers, provider)
+                    _tree_of(span.module, modules)
                 elif span.module is not None:
                     for provider in span.module.own_providers().values():
                         _add_providers(providers, provider)
             except BaseException:  # a tree changed while it was read: its next call teaches it
                 _log.debug("could not read a module's providers", exc_info=True)
+        for module in modules.values():
+            for provider in module._providers.values():
+                _add_providers(providers, provider)
         for provider in providers.values():
             secrets = getattr(provider, "secrets", None)
             if callable(secrets):
@@ -535,24 +537,27 @@ def _add_providers(found: dict[int, Any], provider: Any) -> None:
         todo.append(getattr(one, "llm", None))
 
 
-def _tree_of(module: Module) -> list[Module]:
-    """Every module of the trees `module` is in: from each root above it, down."""
+def _tree_of(module: Module, seen: dict[int, Module]) -> None:
+    """Every module of the trees `module` is in, from each root above it down, into `seen`
+    (by id; a tree already there is not walked again)."""
+    if id(module) in seen:
+        return
     roots: list[Module] = []
-    todo, seen = [module], {id(module)}
+    todo, above = [module], {id(module)}
     while todo:
         node = todo.pop()
         owners = list(node._live_owners())
         if not owners:
             roots.append(node)
         for owner in owners:
-            if id(owner) not in seen:
-                seen.add(id(owner))
+            if id(owner) not in above:
+                above.add(id(owner))
                 todo.append(owner)
-    tree: dict[int, Module] = {}
-    for root in roots:
-        for one in root.modules():
-            tree[id(one)] = one
-    return list(tree.values())
+    while roots:
+        node = roots.pop()
+        if id(node) not in seen:
+            seen[id(node)] = node
+            roots.extend(node._submodules.values())
 
 
 class _Rows:
