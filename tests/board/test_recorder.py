@@ -19,7 +19,9 @@ import pytest
 from pydantic import BaseModel
 
 from promptimus import Module
+from promptimus.agents.events import FinalResult, NeedsApproval
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.agents.run_state import RunState
 from promptimus.board import record
 from promptimus.errors import InvalidArgument
 from promptimus.llms import OpenAILike
@@ -679,3 +681,43 @@ async def test_a_password_in_a_url_among_the_values_is_redacted(
     assert json.loads(echo["input"]) == (
         "could not connect to postgresql://shop:[REDACTED]@db.internal:5432/shop"
     )
+
+
+async def test_a_run_paused_twice_and_resumed_by_stream_from_its_saved_state_is_one_chain(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    def refund(order: int) -> str:
+        """Refund an order."""
+        return f"refunded {order}"
+
+    llm = OpenAILike("fake-model", api_key=KEY, base_url=fake_openai.base_url)
+
+    def refunds() -> OpenaiToolCallingAgent:  # a fresh agent each time: as another process
+        tools = [Tool(refund, requires_approval=True)]
+        return OpenaiToolCallingAgent("You refund.", tools).with_llm(llm)
+
+    fake_openai.chat.script(
+        Reply(tool_calls=[ToolCall("refund", {"order": 9}, id="r1")]),
+        Reply(tool_calls=[ToolCall("refund", {"order": 10}, id="r2")]),
+        "Refunded orders 9 and 10.",
+    )
+    path = tmp_path / "runs.sqlite"
+    with record(path):
+        first = await refunds().run("Refund orders 9 and 10")
+        assert first.state is not None
+        saved = RunState.from_json(first.state.to_json())
+        events = [e async for e in refunds().stream(resume=saved, approvals={"r1": True})]
+        paused = events[-1]
+        assert isinstance(paused, NeedsApproval)
+        saved = RunState.from_json(paused.state.to_json())
+        events = [e async for e in refunds().stream(resume=saved, approvals={"r2": True})]
+        assert isinstance(events[-1], FinalResult)
+
+    runs = table(path, "SELECT * FROM runs ORDER BY started")
+    assert [(r["status"], r["paused_state"], r["resumes"]) for r in runs] == [
+        ("needs_approval", first.state.id, None),
+        ("needs_approval", paused.state.id, first.state.id),
+        ("ok", None, paused.state.id),
+    ]
+    assert {r["request"] for r in runs} == {"Refund orders 9 and 10"}
+    assert json.loads(runs[-1]["answer"]) == "Refunded orders 9 and 10."
