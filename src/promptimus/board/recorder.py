@@ -171,9 +171,17 @@ _STOP = object()
 
 
 _open_recordings: weakref.WeakSet[Recording] = weakref.WeakSet()
+_open_lock = threading.Lock()  # recordings open and close on any thread
+
+
+def _open_now() -> list[Recording]:
+    with _open_lock:
+        return list(_open_recordings)
 
 
 def _after_fork_in_child() -> None:
+    global _open_lock
+    _open_lock = threading.Lock()  # another thread may have held it: the child has one thread
     for recording in list(_open_recordings):
         recording._after_fork()
 
@@ -234,7 +242,7 @@ class Recording:
                 "a .sqlite file in a folder that exists and that you may write to."
             ) from self._open_error
         where = self.path.resolve()
-        for other in list(_open_recordings):  # one recording per file: the new one takes over
+        for other in _open_now():  # one recording per file: the new one takes over
             if other.path.resolve() == where:
                 other.close()
         self._handles: list[RemovableHandle] = [
@@ -242,7 +250,8 @@ class Recording:
             register_provider_call_observer(self),
         ]
         atexit.register(self.close)
-        _open_recordings.add(self)
+        with _open_lock:
+            _open_recordings.add(self)
         from multiprocessing import util as mp_util
 
         # a multiprocessing child ends with os._exit, after its own exit handlers, not atexit
@@ -292,7 +301,8 @@ class Recording:
             if not self._running:
                 self._thread.join(60.0)
         atexit.unregister(self.close)
-        _open_recordings.discard(self)
+        with _open_lock:
+            _open_recordings.discard(self)
 
     def _written(self, timeout: float) -> None:
         """Wait until what is queued now is written (not past the writer thread's end)."""
