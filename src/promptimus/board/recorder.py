@@ -8,14 +8,19 @@ notes what happened (references to the arguments, result or error, two clock rea
 microseconds a call) and puts it on a queue; a background thread names each span, turns its values
 into JSON (a message once per batch, however many histories hold it) and writes the batch in one
 transaction, within `batch_seconds`, mostly while the runs wait for their model. Lists a call was
-given or returned are copied when it happens, so a memory appending to a history later does not
+given or returned, dicts and pydantic models (not messages) are shallow-copied when it happens,
+so a memory appending to a history, or a caller changing a dict or a model afterwards, does not
 change what was recorded. `flush()`, `close()` (also at the end of `with record(...)`) and the
-interpreter's exit write whatever is queued, so a run that finished is never lost.
+interpreter's exit write whatever is queued, so a run that finished is never lost. A forked
+child (`os.fork`, multiprocessing) records its own runs, with a writer thread of its own.
 
-Secrets: the keys every provider holds (`provider.secrets()`), and the values of environment
-variables whose names say KEY, TOKEN, SECRET or PASSWORD, are replaced by `[REDACTED]` in every
-text written, request options that carry credentials (headers, api_key) are dropped, and error
-texts are scrubbed the way provider errors are (`transport.secret_scrub.redact_secrets`).
+Secrets: the keys every provider holds (`provider.secrets()`: those of every provider in a
+run's module tree, learnt before its first row is made, and of the providers a wrapper such as
+`FallbackLLM` holds), and the values of environment variables whose names say KEY, TOKEN, SECRET
+or PASSWORD (read again before each write), are replaced by `[REDACTED]` in every text written,
+as are the passwords of URLs (`postgresql://user:password@host`); request options that carry
+credentials (headers, api_key) are dropped, and error texts are scrubbed the way provider
+errors are (`transport.secret_scrub.redact_secrets`).
 """
 
 from __future__ import annotations
@@ -23,6 +28,7 @@ from __future__ import annotations
 import atexit
 import contextvars
 import itertools
+import json
 import logging
 import os
 import queue
@@ -31,11 +37,15 @@ import threading
 import time
 import traceback
 import uuid
-from collections.abc import Mapping
+import weakref
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from ..agents.run_state import RunState, resuming
+from ..argument_checks import finite_number, positive_int
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
 from ..core.module import Module
 from ..dto.message import Message
@@ -45,7 +55,7 @@ from ..observe.module_path import absolute_path
 from ..observe.pricing import Pricing, check_pricing, cost_of
 from ..observe.provider_calls import ProviderCall, register_provider_call_observer
 from ..sqlite_file import SQLiteFile
-from ..tracing.attribute_values import ValueEncoder
+from ..tracing.attribute_values import REDACTED, ValueEncoder
 from ..transport.secret_scrub import redact_secrets
 from .store import create
 
@@ -53,8 +63,56 @@ __all__ = ["Recording", "record"]
 
 _log = logging.getLogger(__name__)
 _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
+# values of such variables that are settings, not secrets: redacting them would change every
+# `false` or `3600` written (TOKENIZERS_PARALLELISM=false, SESSION_TOKEN_SECONDS=3600)
+_NOT_SECRETS = frozenset({"true", "false", "yes", "no", "none", "null", "on", "off", "auto"})
 _PROVIDER_KIND = {"llm": "LLM", "embedding": "EMBEDDING", "rerank": "RERANKER"}
 _MAX_BATCH = 2000
+
+
+def _secret_env_values() -> list[str]:
+    """The values of the environment variables whose names say KEY, TOKEN, SECRET or PASSWORD,
+    but for flags and numbers."""
+    return [
+        value
+        for name, value in os.environ.items()
+        if _SECRET_ENV.search(name)
+        and value.strip().lower() not in _NOT_SECRETS
+        and not value.strip().isdigit()
+    ]
+
+
+def _as_written(secrets: Iterable[str]) -> list[str]:
+    """Each secret, and as JSON text holds it when that differs (a quote or a backslash in a
+    password is escaped in the values written as JSON)."""
+    forms: list[str] = []
+    for secret in secrets:
+        forms.append(secret)
+        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+        if escaped != secret:
+            forms.append(escaped)
+    return forms
+
+
+# the password of a URL (`postgresql://user:password@host/db`): a database URL among a run's
+# values (its deps, an error) is written without it. Each part is bounded, so a long run of
+# letters cannot make the search quadratic.
+_URL_PASSWORD = re.compile(
+    r"([a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^:@/\s\"'\\]{0,256}:)([^@/\s\"'\\]{1,256})@"
+)
+
+
+class _Encoder(ValueEncoder):
+    """The tracing encoder (known secrets redacted, long texts cut), also leaving out the
+    passwords of URLs."""
+
+    __slots__ = ()
+
+    def redact(self, value: str) -> str:
+        value = super().redact(value)
+        if "://" in value and "@" in value:
+            value = _URL_PASSWORD.sub(r"\1" + REDACTED + "@", value)
+        return value
 
 
 class _Span:
@@ -109,10 +167,34 @@ class _Span:
         return self if self._root is None else self._root
 
 
-_current: contextvars.ContextVar[_Span | None] = contextvars.ContextVar(
-    "promptimus_board_span", default=None
-)
 _STOP = object()
+
+
+_open_recordings: weakref.WeakSet[Recording] = weakref.WeakSet()
+_open_lock = threading.Lock()  # recordings open and close on any thread
+
+
+def _open_now() -> list[Recording]:
+    with _open_lock:
+        return list(_open_recordings)
+
+
+def _after_fork_in_child() -> None:
+    global _open_lock
+    _open_lock = threading.Lock()  # another thread may have held it: the child has one thread
+    for recording in list(_open_recordings):
+        recording._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _close_at_process_exit(recording: Recording) -> None:
+    from multiprocessing import util as mp_util
+
+    if recording.active:
+        mp_util.Finalize(None, recording.close, exitpriority=100)
 
 
 class Recording:
@@ -128,30 +210,30 @@ class Recording:
     ) -> None:
         if not isinstance(path, str | os.PathLike):
             raise InvalidArgument(f"record(path) takes a file path, got {type(path).__name__}.")
-        if not (isinstance(batch_seconds, int | float) and 0 <= batch_seconds <= 10):
+        if finite_number(batch_seconds, "batch_seconds") > 10:
             raise InvalidArgument(f"batch_seconds must be in [0, 10], got {batch_seconds!r}.")
+        if positive_int(max_value_chars, "max_value_chars") < 64:
+            raise InvalidArgument(f"max_value_chars must be >= 64, got {max_value_chars!r}.")
         self.path = Path(path)
         if self.path.is_dir():
             raise InvalidArgument(f"{self.path} is a folder; record(path) takes a .sqlite file.")
         self.pricing = check_pricing(pricing)
-        self.encoder = ValueEncoder(max_value_chars)
-        self.encoder.add_secrets(
-            value for name, value in os.environ.items() if _SECRET_ENV.search(name)
-        )
+        self.encoder = _Encoder(int(max_value_chars))
+        self.encoder.add_secrets(_as_written(_secret_env_values()))
         self.batch_seconds = float(batch_seconds)
         self.written = 0  # rows written so far (spans and runs)
-        # span ids: unique across the processes writing one file, cheap to make
-        self._id_prefix = uuid.uuid4().hex[:8]
+        # span ids: unique across the processes writing one file, cheap to make. 64 random
+        # bits: with 32, a file recorded into by ten thousand processes over its life had a
+        # one in a hundred chance that two shared a prefix, and the later one's rows replaced
+        # the earlier one's
+        self._id_prefix = uuid.uuid4().hex[:16]
         self._ids = itertools.count(1)
-        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
-        self._hurry = threading.Event()  # set by flush and close: write now
-        self._file = SQLiteFile(self.path, busy_timeout=30.0)
-        # the writer thread opens the file (its connection is its own) before this returns
-        self._opened = threading.Event()
-        self._open_error: BaseException | None = None
-        self._thread = threading.Thread(target=self._write_loop, name="promptimus-board-writer")
-        self._thread.daemon = True
-        self._thread.start()
+        # the span under way, this recording's own: two recordings at once (two files, or one
+        # file twice) each keep their own trees
+        self._current: contextvars.ContextVar[_Span | None] = contextvars.ContextVar(
+            f"promptimus_board_span_{self._id_prefix}", default=None
+        )
+        self._start_writer()
         self._opened.wait()
         if self._open_error is not None:  # a bad path fails here, in the caller
             self._thread.join()
@@ -159,11 +241,42 @@ class Recording:
                 f"record({str(self.path)!r}) cannot open that file ({self._open_error}); give "
                 "a .sqlite file in a folder that exists and that you may write to."
             ) from self._open_error
+        where = self.path.resolve()
+        for other in _open_now():  # one recording per file: the new one takes over
+            if other.path.resolve() == where:
+                other.close()
         self._handles: list[RemovableHandle] = [
             register_module_call_interceptor(self._intercept),
             register_provider_call_observer(self),
         ]
         atexit.register(self.close)
+        with _open_lock:
+            _open_recordings.add(self)
+        from multiprocessing import util as mp_util
+
+        # a multiprocessing child ends with os._exit, after its own exit handlers, not atexit
+        mp_util.register_after_fork(self, _close_at_process_exit)
+
+    def _start_writer(self) -> None:
+        """A queue and the writer thread; the thread opens the file (its connection is its
+        own), then sets `_opened`."""
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._hurry = threading.Event()  # set by flush and close: write now
+        self._file = SQLiteFile(self.path, busy_timeout=30.0)
+        self._opened = threading.Event()
+        self._open_error: BaseException | None = None
+        self._running: dict[int, _Span] = {}  # runs started and not ended (writer's own)
+        self._thread = threading.Thread(target=self._write_loop, name="promptimus-board-writer")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def _after_fork(self) -> None:
+        """In a forked child, which has none of its parent's threads: a writer of its own, with
+        span ids of its own (the parent's counter would make the same ones, and the rows would
+        replace each other). What the parent had queued is the parent's to write."""
+        self._id_prefix = uuid.uuid4().hex[:16]
+        self._ids = itertools.count(1)
+        self._start_writer()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -173,23 +286,35 @@ class Recording:
 
     def flush(self, timeout: float = 30.0) -> None:
         """Wait until everything queued so far is written."""
-        if not self._thread.is_alive():
-            return
-        done = threading.Event()
-        self._queue.put(done)
-        self._hurry.set()
-        done.wait(timeout)
+        self._written(timeout)
 
     def close(self) -> None:
-        """Stop recording, write what is queued, close the file (idempotent)."""
+        """Stop recording, write what is queued, close the file (idempotent). A run under way
+        is still kept as it ends (its calls made from now on are not): the file is closed once
+        the last of them has ended."""
         for handle in self._handles:
             handle.remove()
         self._handles.clear()
         if self._thread.is_alive():
             self._queue.put(_STOP)
-            self._hurry.set()
-            self._thread.join(60.0)
+            self._written(60.0)
+            if not self._running:
+                self._thread.join(60.0)
         atexit.unregister(self.close)
+        with _open_lock:
+            _open_recordings.discard(self)
+
+    def _written(self, timeout: float) -> None:
+        """Wait until what is queued now is written (not past the writer thread's end)."""
+        if not self._thread.is_alive():
+            return
+        done = threading.Event()
+        self._queue.put(done)
+        self._hurry.set()
+        deadline = time.monotonic() + timeout
+        while not done.wait(min(0.25, max(0.0, deadline - time.monotonic()))):
+            if not self._thread.is_alive() or time.monotonic() >= deadline:
+                return
 
     def __enter__(self) -> Recording:
         return self
@@ -201,20 +326,21 @@ class Recording:
         return f"Recording({str(self.path)!r}, active={self.active})"
 
     # ------------------------------------------------------------------ the seams
-    # On the calling thread: a few attribute writes and a queue put per call. Lists are copied
-    # (a memory appends to the list a prompt was called with, after the call).
+    # On the calling thread: a few attribute writes and a queue put per call. Lists, dicts and
+    # models are copied (a memory appends to the list a prompt was called with, after the call).
 
     async def _intercept(
         self, module: Module, call_next: CallNext, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
-        parent = _current.get()
+        current = self._current
+        parent = current.get()
         span = _Span(module, None, parent)
         span.args = (_copied(args), _copied_kwargs(kwargs))
         put = self._queue.put
         if parent is None:
             span.resumes = resuming()
             put(("run", span))  # shown as running until it ends
-        token = _current.set(span)
+        token = current.set(span)
         try:
             output = await call_next(args, kwargs)
         except BaseException as exc:
@@ -224,13 +350,13 @@ class Recording:
             span.output = _copy(output)
             return output
         finally:
-            _current.reset(token)
+            current.reset(token)
             span.ended = time.time()  # last: the writer reads a span as ended once this is set
             put(("end", span))
 
     def on_start(self, call: ProviderCall) -> None:
         kind = _PROVIDER_KIND.get(call.kind) or call.kind.upper()
-        span = _Span(call.module, kind, _current.get())
+        span = _Span(call.module, kind, self._current.get())
         span.call_kind = call.kind
         span.provider = call.provider
         span.args = list(call.inputs) if call.kind != "rerank" else call.inputs
@@ -261,8 +387,8 @@ class Recording:
             return
         finally:
             self._opened.set()
-        stop = False
-        while not stop:
+        stopping = False
+        while not stopping or self._running:  # once stopped, until the runs under way end
             batch = [self._queue.get()]
             if batch[0] is not _STOP and not isinstance(batch[0], threading.Event):
                 self._hurry.wait(self.batch_seconds)  # let a batch gather, unless flushed
@@ -272,15 +398,26 @@ class Recording:
                     batch.append(self._queue.get_nowait())
                 except queue.Empty:
                     break
-            stop = any(item is _STOP for item in batch)
+            stopping = stopping or any(item is _STOP for item in batch)
+            self._note_running(batch)
             try:
                 self._write(batch)
-            except Exception:  # a full disk must not break the user's runs
+            except BaseException:  # a full disk must not break the user's runs (nor a value
+                # raising what is not an Exception, CancelledError, stop this thread)
                 _log.exception("promptimus.board could not write %d records", len(batch))
             for item in batch:
                 if isinstance(item, threading.Event):
                     item.set()
         self._file.close()
+
+    def _note_running(self, batch: list[Any]) -> None:
+        for item in batch:
+            if type(item) is tuple:
+                tag, span = item
+                if tag == "run":
+                    self._running[id(span)] = span
+                elif span.parent is None:
+                    self._running.pop(id(span), None)
 
     def _write(self, batch: list[Any]) -> None:
         """Turn the batch's spans into rows and write them in one transaction, each table's
@@ -296,19 +433,22 @@ class Recording:
         for tag, span in items:
             try:
                 self._name(span, paths)
-                if tag == "end":
-                    self._count(span)
-                    spans.append(rows.span(span))
                 if span.parent is None:
                     runs[id(span)] = span
-            except Exception:  # a value that cannot be read must not cost the others
+                if tag == "end":
+                    run = self._count(span)
+                    if run is not None and run.ended is not None:  # a straggler (gather)
+                        runs[id(run)] = run  # its run's row again, with these tokens
+                    spans.append(rows.span(span))
+            except BaseException:  # a value that cannot be read must not cost the others
                 _log.debug("promptimus.board could not record %s", span.name, exc_info=True)
         run_rows: list[tuple[Any, ...]] = []
         for span in runs.values():
             try:
                 run_rows.append(rows.run(span))
-            except Exception:
+            except BaseException:  # its values cannot be read: still kept, and shown as ended
                 _log.debug("promptimus.board could not record run %s", span.name, exc_info=True)
+                run_rows.append(rows.bare_run(span))
         if not spans and not run_rows:
             return
         with self._file.using() as db:
@@ -348,34 +488,86 @@ class Recording:
         else:
             span.name = f"{where}.{span.call_kind}"
 
-    def _count(self, span: _Span) -> None:
-        """Add a model call's tokens and cost to its run's."""
+    def _count(self, span: _Span) -> _Span | None:
+        """Add a model call's tokens and cost to its run's; the run, if it had any."""
         usage = span.usage
         if usage is None or span.call_kind is None:
-            return
+            return None
         span.cost = cost_of(self.pricing, span.model, usage)
         run = span.run
         run.tokens += usage.total_tokens
         if span.cost is not None:
             run.cost = (run.cost or 0.0) + span.cost
+        return run
 
     def _learn_secrets(self, items: list[tuple[str, _Span]]) -> None:
-        """The keys of every provider the batch's calls used or could use, before any of its
-        rows is made."""
+        """Before any of the batch's rows is made: the secret environment variables as they are
+        now (a `.env` file may be read after `record()`), and the keys of every provider the
+        batch's calls used or could use. A run's start teaches the keys of every provider in
+        its module's tree (its request is written before any of them is called), a wrapper's
+        those of the providers it wraps."""
+        enc = self.encoder
+        enc.add_secrets(_as_written(_secret_env_values()))
         providers: dict[int, Any] = {}  # held here, so no id is reused while this runs
-        for _, span in items:
-            if span.provider is not None:
-                providers[id(span.provider)] = span.provider
-            elif span.module is not None:
-                for provider in span.module.own_providers().values():
-                    providers[id(provider)] = provider
+        modules: dict[int, Module] = {}  # the trees of the runs that start
+        for tag, span in items:
+            try:
+                if span.provider is not None:
+                    _add_providers(providers, span.provider)
+                elif tag == "run" and span.module is not None:
+                    _tree_of(span.module, modules)
+                elif span.module is not None:
+                    for provider in span.module.own_providers().values():
+                        _add_providers(providers, provider)
+            except BaseException:  # a tree changed while it was read: its next call teaches it
+                _log.debug("could not read a module's providers", exc_info=True)
+        for module in modules.values():
+            for provider in module._providers.values():
+                _add_providers(providers, provider)
         for provider in providers.values():
             secrets = getattr(provider, "secrets", None)
             if callable(secrets):
                 try:
-                    self.encoder.add_secrets(v for v in secrets() if isinstance(v, str))
-                except Exception:
+                    enc.add_secrets(_as_written(v for v in secrets() if isinstance(v, str)))
+                except BaseException:
                     _log.debug("could not read a provider's secrets", exc_info=True)
+
+
+def _add_providers(found: dict[int, Any], provider: Any) -> None:
+    """`provider`, and those it wraps (a `FallbackLLM`'s chain, a `CachedLLM`'s model)."""
+    todo = [provider]
+    while todo:
+        one = todo.pop()
+        if one is None or id(one) in found or len(found) > 10_000:
+            continue
+        found[id(one)] = one
+        inner = getattr(one, "providers", None)
+        if isinstance(inner, list | tuple):
+            todo.extend(inner)
+        todo.append(getattr(one, "llm", None))
+
+
+def _tree_of(module: Module, seen: dict[int, Module]) -> None:
+    """Every module of the trees `module` is in, from each root above it down, into `seen`
+    (by id; a tree already there is not walked again)."""
+    if id(module) in seen:
+        return
+    roots: list[Module] = []
+    todo, above = [module], {id(module)}
+    while todo:
+        node = todo.pop()
+        owners = list(node._live_owners())
+        if not owners:
+            roots.append(node)
+        for owner in owners:
+            if id(owner) not in above:
+                above.add(id(owner))
+                todo.append(owner)
+    while roots:
+        node = roots.pop()
+        if id(node) not in seen:
+            seen[id(node)] = node
+            roots.extend(node._submodules.values())
 
 
 class _Rows:
@@ -462,6 +654,32 @@ class _Rows:
             None if span.resumes is None else span.resumes.id,
         )
 
+    def bare_run(self, span: _Span) -> tuple[Any, ...]:
+        """A run's row with what can be read of it: at least its status and times."""
+        ended = span.ended
+        try:
+            status = _status(span) if ended is not None else "running"
+        except BaseException:
+            status = "error" if span.error is not None else "ok"
+        try:
+            request = _request_text(self.enc, span)
+        except BaseException:
+            request = ""
+        return (
+            self.recording.span_id(span),
+            str(span.name),
+            request,
+            status,
+            span.started,
+            ended,
+            span.tokens,
+            span.cost,
+            None,
+            None,
+            None,
+            None,
+        )
+
     def error(self, span: _Span, *, full: bool) -> str | None:
         error = span.error
         if span.ended is None or error is None or isinstance(error, ApprovalRequired):
@@ -469,24 +687,45 @@ class _Rows:
         if full:
             text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         else:
-            text = f"{type(error).__name__}: {error}"
+            try:
+                shown = str(error)
+            except BaseException:  # an error whose text fails: the run is kept all the same
+                shown = "<its text could not be made>"
+            text = f"{type(error).__name__}: {shown}"
         return self.enc.text(redact_secrets(text, self.enc.secrets))
 
 
+# values kept as they are: immutable, or (a message) not changed once made
+_KEPT: frozenset[type] = frozenset({str, int, float, bool, type(None), bytes, tuple, Message})
+
+
 def _copy(value: Any) -> Any:
-    return list(value) if type(value) is list else value
+    """What is recorded of a value the call was given or returned, taken when it happens: a
+    list or dict shallow-copied, a pydantic model (a structured output) too, so a change made
+    after the call (a history appended to, a dict or a field set) does not change the record."""
+    kind = type(value)
+    if kind is list:
+        return list(value)
+    if kind is dict:
+        return dict(value)
+    if kind in _KEPT or not isinstance(value, BaseModel):
+        return value
+    try:
+        return value.model_copy()
+    except Exception:  # recording must never break the call
+        return value
 
 
 def _copied_kwargs(kwargs: dict[str, Any]) -> dict[str, Any]:
     for value in kwargs.values():
-        if type(value) is list:
+        if type(value) not in _KEPT:
             return {key: _copy(v) for key, v in kwargs.items()}
     return kwargs  # made for this call alone: nothing changes it afterwards
 
 
 def _copied(args: tuple[Any, ...]) -> tuple[Any, ...]:
     for value in args:
-        if type(value) is list:
+        if type(value) not in _KEPT:
             return tuple(_copy(v) for v in args)
     return args
 
@@ -507,7 +746,8 @@ def record(
     - `batch_seconds`: how long the writer thread lets records gather before a write.
 
     Returns the `Recording`: `close()` it (or use `with record(path):`) to stop; what was
-    queued is written then, and at the interpreter's exit.
+    queued is written then, and at the interpreter's exit. Recording a file this process
+    already records closes that recording first (each run is kept once).
     """
     return Recording(
         path, pricing=pricing, max_value_chars=max_value_chars, batch_seconds=batch_seconds
