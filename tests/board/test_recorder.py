@@ -217,16 +217,22 @@ async def test_two_recordings_into_one_file_keep_every_span(
     assert {s["run_id"] for s in spans} == {r["id"] for r in runs}
 
 
+def refund(order: int) -> str:
+    """Refund an order."""
+    return f"refunded {order}"
+
+
+def refunding_agent(srv: FakeOpenAIServer) -> OpenaiToolCallingAgent:
+    """An agent whose `refund` tool waits for approval."""
+    llm = OpenAILike("fake-model", api_key=KEY, base_url=srv.base_url)
+    tools = [Tool(refund, requires_approval=True)]
+    return OpenaiToolCallingAgent("You refund.", tools).with_llm(llm)
+
+
 async def test_a_resumed_run_is_linked_to_the_run_that_paused(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    def refund(order: int) -> str:
-        """Refund an order."""
-        return f"refunded {order}"
-
-    llm = OpenAILike("fake-model", api_key=KEY, base_url=fake_openai.base_url)
-    tools = [Tool(refund, requires_approval=True)]
-    refunds = OpenaiToolCallingAgent("You refund.", tools).with_llm(llm)
+    refunds = refunding_agent(fake_openai)
     fake_openai.chat.script(
         Reply(tool_calls=[ToolCall("refund", {"order": 9}, id="r1")]), "Refunded order 9."
     )
@@ -686,15 +692,8 @@ async def test_a_password_in_a_url_among_the_values_is_redacted(
 async def test_a_run_paused_twice_and_resumed_by_stream_from_its_saved_state_is_one_chain(
     tmp_path: Path, fake_openai: FakeOpenAIServer
 ) -> None:
-    def refund(order: int) -> str:
-        """Refund an order."""
-        return f"refunded {order}"
-
-    llm = OpenAILike("fake-model", api_key=KEY, base_url=fake_openai.base_url)
-
     def refunds() -> OpenaiToolCallingAgent:  # a fresh agent each time: as another process
-        tools = [Tool(refund, requires_approval=True)]
-        return OpenaiToolCallingAgent("You refund.", tools).with_llm(llm)
+        return refunding_agent(fake_openai)
 
     fake_openai.chat.script(
         Reply(tool_calls=[ToolCall("refund", {"order": 9}, id="r1")]),
