@@ -11,6 +11,8 @@ import os
 import sqlite3
 import subprocess
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -720,3 +722,46 @@ async def test_a_run_paused_twice_and_resumed_by_stream_from_its_saved_state_is_
     ]
     assert {r["request"] for r in runs} == {"Refund orders 9 and 10"}
     assert json.loads(runs[-1]["answer"]) == "Refunded orders 9 and 10."
+
+
+async def eventually(check: Any, what: str, bound: float = 30.0) -> None:
+    """Poll `check()` until it holds; `bound` seconds is a hang guard, not a speed claim."""
+    deadline = time.monotonic() + bound
+    while not check():
+        assert time.monotonic() < deadline, what
+        await asyncio.sleep(0.01)
+
+
+async def test_rows_land_when_the_runs_pause_and_when_they_never_do(
+    tmp_path: Path, fake_openai: FakeOpenAIServer
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    stop = threading.Event()
+    calls = [0]
+
+    def busy() -> None:  # a module call every millisecond: the calls never pause for long
+        async def loop() -> None:
+            echo = Echo()
+            while not stop.is_set():
+                await echo("again")
+                calls[0] += 1
+                time.sleep(0.001)  # noqa: ASYNC251 - blocking on purpose: no await, no pause
+
+        asyncio.run(loop())
+
+    with record(path, batch_seconds=0):
+        await agent(fake_openai).run("first")
+
+        def requests() -> list[str]:
+            return [r["request"] for r in table(path, "SELECT request FROM runs")]
+
+        await eventually(lambda: requests() == ["first"], "a finished run is written, unflushed")
+        worker = threading.Thread(target=busy)
+        worker.start()
+        try:
+            await eventually(lambda: "again" in requests(), "runs that never pause are written")
+            assert not stop.is_set() and worker.is_alive()  # written while they went on
+        finally:
+            stop.set()
+            worker.join()
+    assert requests().count("again") == calls[0]  # and every one of them by the close

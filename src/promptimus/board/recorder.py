@@ -7,7 +7,9 @@ embedding or rerank request, with its messages, reply, usage and cost). The call
 notes what happened (references to the arguments, result or error, two clock readings: a few
 microseconds a call) and puts it on a queue; a background thread names each span, turns its values
 into JSON (a message once per batch, however many histories hold it) and writes the batch in one
-transaction, within `batch_seconds`, mostly while the runs wait for their model. Lists a call was
+transaction. It writes when the runs pause (`batch_seconds` after the first record of a batch,
+once no call has ended for 5 ms: they wait for a model, so the work takes nothing from them),
+and at least once a second when they never pause. Lists a call was
 given or returned, dicts and pydantic models (not messages) are shallow-copied when it happens,
 so a memory appending to a history, or a caller changing a dict or a model afterwards, does not
 change what was recorded. `flush()`, `close()` (also at the end of `with record(...)`) and the
@@ -68,6 +70,8 @@ _SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
 _NOT_SECRETS = frozenset({"true", "false", "yes", "no", "none", "null", "on", "off", "auto"})
 _PROVIDER_KIND = {"llm": "LLM", "embedding": "EMBEDDING", "rerank": "RERANKER"}
 _MAX_BATCH = 2000
+_QUIET = 0.005
+_MAX_DELAY = 1.0
 
 
 def _secret_env_values() -> list[str]:
@@ -377,6 +381,18 @@ class Recording:
 
     # ------------------------------------------------------------------ the writer thread
 
+    def _wait_for_a_pause(self) -> None:
+        """Until the runs pause (no call ended for `_QUIET` seconds: they wait for a model, and
+        the writing takes nothing from them), a flush or close hurries, or `_MAX_DELAY` has
+        passed (runs that never pause are written that often)."""
+        deadline = time.monotonic() + _MAX_DELAY
+        seen = self._queue.qsize()
+        while not self._hurry.wait(_QUIET) and time.monotonic() < deadline:
+            now = self._queue.qsize()
+            if now == seen:
+                return
+            seen = now
+
     def _write_loop(self) -> None:
         try:
             with self._file.using() as db:
@@ -392,6 +408,7 @@ class Recording:
             batch = [self._queue.get()]
             if batch[0] is not _STOP and not isinstance(batch[0], threading.Event):
                 self._hurry.wait(self.batch_seconds)  # let a batch gather, unless flushed
+                self._wait_for_a_pause()
             self._hurry.clear()
             for _ in range(_MAX_BATCH):
                 try:
@@ -743,7 +760,8 @@ def record(
     - `pricing`: `{model: (input, output[, cached_input])}` per million tokens: each model
       call's cost, and each run's, is kept too.
     - `max_value_chars`: longer texts (inputs, outputs, messages) are cut, saying how much.
-    - `batch_seconds`: how long the writer thread lets records gather before a write.
+    - `batch_seconds`: how long the writer thread lets records gather before a write; it then
+      writes at the runs' next pause (5 ms without a call ending), within a second at most.
 
     Returns the `Recording`: `close()` it (or use `with record(path):`) to stop; what was
     queued is written then, and at the interpreter's exit. Recording a file this process
