@@ -13,6 +13,7 @@ import pytest
 from promptimus.dto import ImageContent, Message, MessageRole, ToolFunction, ToolRequest, Usage
 from promptimus.embedders import OpenAILikeEmbedder
 from promptimus.errors import (
+    InvalidArgument,
     ProviderConfigError,
     ProviderResponseError,
     ProviderUnavailable,
@@ -484,3 +485,18 @@ async def test_an_embedding_of_a_lone_surrogate_is_refused_before_any_batch_is_s
     with pytest.raises(UnencodableText, match="text holds"):
         await embedder.aembed("\udfff")
     assert srv.embeddings.requests == []
+
+
+@pytest.mark.parametrize("timeout", [float("nan"), float("inf"), -1.0, 0, "10", True])
+@pytest.mark.parametrize("make", ["OpenAILike", "Anthropic", "OpenAILikeEmbedder"])
+def test_every_endpoint_refuses_a_timeout_it_cannot_use(make: str, timeout: Any) -> None:
+    from promptimus.embedders import OpenAILikeEmbedder
+    from promptimus.llms import Anthropic
+
+    kinds: dict[str, Any] = {
+        "OpenAILike": OpenAILike,
+        "Anthropic": Anthropic,
+        "OpenAILikeEmbedder": OpenAILikeEmbedder,
+    }
+    with pytest.raises(InvalidArgument, match=f"{make}: timeout"):
+        kinds[make]("some-model", api_key="sk-x", timeout=timeout)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
@@ -118,15 +117,6 @@ class Gemini(StreamChecks):
     ) -> None:
         if not isinstance(model_name, str) or not model_name.strip():
             raise InvalidArgument(f"Gemini needs a model name, got {model_name!r}.")
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)
-            or not math.isfinite(timeout)
-            or timeout <= 0
-        ):
-            raise InvalidArgument(
-                f"Gemini: timeout must be a positive number of seconds or None, got {timeout!r}."
-            )
         if base_url is None:
             base_url = os.environ.get("GEMINI_BASE_URL") or None
         super().__init__(

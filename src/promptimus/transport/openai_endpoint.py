@@ -11,6 +11,7 @@ import asyncio
 import threading
 from typing import Any, ClassVar
 
+from promptimus.argument_checks import finite_number
 from promptimus.dto import Usage
 from promptimus.observe.provider_calls import report_usage
 from promptimus.transport.concurrency import ConcurrencyLimit
@@ -54,6 +55,9 @@ class OpenAIEndpoint:
         client_kwargs: dict[str, Any],
     ) -> None:
         self.model_name = model_name
+        if timeout is not None:
+            where = f"{type(self).__name__}: timeout (seconds, or None)"
+            timeout = finite_number(timeout, where, positive=True)
         self._factory = OpenAIClientFactory(
             api_key,
             base_url,
