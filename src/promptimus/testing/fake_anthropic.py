@@ -35,19 +35,14 @@ as a server without them does. Every request is recorded (``requests`` with head
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import contextlib
 import dataclasses
 import hashlib
 import itertools
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
 from typing import Any
 
-from promptimus.errors import FakeServerError
+from promptimus.testing.background import SpawnedServer, serve_from_command_line, spawn_server
 from promptimus.testing.fake_anthropic_script import (
     anthropic_error,
     build_blocks,
@@ -56,7 +51,7 @@ from promptimus.testing.fake_anthropic_script import (
     message_body,
     stream_events,
 )
-from promptimus.testing.fake_openai import FakeOpenAIServer, SpawnedServer
+from promptimus.testing.fake_openai import FakeOpenAIServer
 from promptimus.testing.http import HttpConnection, HttpRequest
 from promptimus.testing.script import Fault, Route
 
@@ -127,34 +122,12 @@ class FakeAnthropicServer(FakeOpenAIServer):
     # --- subprocess mode ----------------------------------------------------------------------
 
     @staticmethod
-    @contextlib.contextmanager
-    def spawn(reply: str | None = None, latency_ms: float = 0) -> Iterator[SpawnedServer]:
+    def spawn(
+        reply: str | None = None, latency_ms: float = 0
+    ) -> contextlib.AbstractContextManager[SpawnedServer]:
         """Run the server in a child Python process (own GIL) for the duration of the block."""
-        cmd = [sys.executable, "-m", "promptimus.testing.fake_anthropic", "--port", "0"]
-        if reply is not None:
-            cmd += ["--reply", reply]
-        if latency_ms:
-            cmd += ["--latency-ms", str(latency_ms)]
-        process = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        try:
-            line = process.stdout.readline() if process.stdout is not None else ""
-            if not line.startswith("READY "):
-                raise FakeServerError(
-                    f"The fake Anthropic server subprocess did not start (printed {line!r}); "
-                    f"run `{' '.join(cmd)}` by hand to see why."
-                )
-            base_url = line.split(" ", 1)[1].strip()
-            port = int(base_url.rsplit(":", 1)[1])
-            yield SpawnedServer(base_url=base_url, port=port, api_key=_DUMMY_KEY, process=process)
-        finally:
-            process.terminate()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
+        module = "promptimus.testing.fake_anthropic"
+        return spawn_server(module, "fake Anthropic", _DUMMY_KEY, reply, latency_ms)
 
     # --- dispatch -----------------------------------------------------------------------------
 
@@ -407,24 +380,12 @@ async def _send(conn: HttpConnection, status: int, data: Any) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m promptimus.testing.fake_anthropic",
-        description="Serve a fake Anthropic Messages API until killed; prints 'READY <base_url>'.",
+    serve_from_command_line(
+        FakeAnthropicServer,
+        "promptimus.testing.fake_anthropic",
+        "a fake Anthropic Messages API",
+        argv,
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--reply", default=None, help="reply text (default: echo)")
-    parser.add_argument("--latency-ms", type=float, default=0.0, help="delay before each response")
-    args = parser.parse_args(argv)
-    server = FakeAnthropicServer(
-        args.host, args.port, default_reply=args.reply, latency=args.latency_ms / 1000, record=False
-    )
-
-    def announce(base_url: str) -> None:
-        print(f"READY {base_url}", flush=True)
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(server.serve_forever(announce))
 
 
 if __name__ == "__main__":

@@ -26,23 +26,23 @@ not share a GIL with the server, run it as a subprocess:
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import itertools
 import json
 import math
-import subprocess
-import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from promptimus.errors import FakeServerError
 from promptimus.testing import payloads
-from promptimus.testing.background import START_TIMEOUT as _START_TIMEOUT
-from promptimus.testing.background import BackgroundServer
+from promptimus.testing.background import (
+    BackgroundServer,
+    SpawnedServer,
+    serve_from_command_line,
+    spawn_server,
+)
 from promptimus.testing.http import HttpConnection, HttpRequest, HttpServer
 from promptimus.testing.malformed import (
     MALFORMED_KINDS,
@@ -190,34 +190,11 @@ class FakeOpenAIServer(BackgroundServer):
     # --- subprocess mode ----------------------------------------------------------------------
 
     @staticmethod
-    @contextlib.contextmanager
-    def spawn(reply: str | None = None, latency_ms: float = 0) -> Iterator[SpawnedServer]:
+    def spawn(
+        reply: str | None = None, latency_ms: float = 0
+    ) -> contextlib.AbstractContextManager[SpawnedServer]:
         """Run the server in a child Python process (own GIL) for the duration of the block."""
-        cmd = [sys.executable, "-m", "promptimus.testing.fake_openai", "--port", "0"]
-        if reply is not None:
-            cmd += ["--reply", reply]
-        if latency_ms:
-            cmd += ["--latency-ms", str(latency_ms)]
-        process = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        try:
-            line = _read_line(process, _START_TIMEOUT)
-            if not line.startswith("READY "):
-                raise FakeServerError(
-                    f"The fake server subprocess did not start (printed {line!r}, exit code "
-                    f"{process.poll()}); run `{' '.join(cmd)}` by hand to see why."
-                )
-            base_url = line.split(" ", 1)[1].strip()
-            port = int(base_url.rsplit(":", 1)[1].split("/", 1)[0])
-            yield SpawnedServer(base_url=base_url, port=port, api_key=_DUMMY_KEY, process=process)
-        finally:
-            process.terminate()
-            try:
-                process.wait(5)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            if process.stdout is not None:
-                process.stdout.close()
+        return spawn_server("promptimus.testing.fake_openai", "fake", _DUMMY_KEY, reply, latency_ms)
 
     # --- dispatch -----------------------------------------------------------------------------
 
@@ -489,16 +466,6 @@ class FakeOpenAIServer(BackgroundServer):
             await _send_error(conn, 404, f"fake server: the model {name!r} does not exist")
 
 
-@dataclass(frozen=True, slots=True)
-class SpawnedServer:
-    """A fake server running in a child process (see `FakeOpenAIServer.spawn`)."""
-
-    base_url: str
-    port: int
-    api_key: str
-    process: subprocess.Popen[str]
-
-
 class _ResponderFailed(Exception):
     pass
 
@@ -579,37 +546,10 @@ async def _send_echoed_key(conn: HttpConnection, status: int) -> None:
     await _send_json(conn, body, status)
 
 
-def _read_line(process: subprocess.Popen[str], timeout: float) -> str:
-    """The child's first stdout line, or "" if it prints nothing within ``timeout`` seconds."""
-    lines: list[str] = []
-    reader = threading.Thread(
-        target=lambda: lines.append(process.stdout.readline() if process.stdout else ""),
-        daemon=True,
-    )
-    reader.start()
-    reader.join(timeout)
-    return lines[0] if lines else ""
-
-
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m promptimus.testing.fake_openai",
-        description="Serve a fake OpenAI-compatible API until killed; prints 'READY <base_url>'.",
+    serve_from_command_line(
+        FakeOpenAIServer, "promptimus.testing.fake_openai", "a fake OpenAI-compatible API", argv
     )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=0)
-    parser.add_argument("--reply", default=None, help="chat reply text (default: echo)")
-    parser.add_argument("--latency-ms", type=float, default=0.0, help="delay before each response")
-    args = parser.parse_args(argv)
-    server = FakeOpenAIServer(
-        args.host, args.port, default_reply=args.reply, latency=args.latency_ms / 1000, record=False
-    )
-
-    def announce(base_url: str) -> None:
-        print(f"READY {base_url}", flush=True)
-
-    with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(server.serve_forever(announce))
 
 
 if __name__ == "__main__":
