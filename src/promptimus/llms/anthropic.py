@@ -21,7 +21,6 @@ from typing import Any
 from promptimus.argument_checks import positive_int
 from promptimus.dto import Message, MessageDelta
 from promptimus.errors import InvalidArgument, UnknownRequestOption
-from promptimus.llms.accumulator import MessageAccumulator
 from promptimus.llms.anthropic_client import AnthropicClientFactory, read_events
 from promptimus.llms.anthropic_format import (
     StreamReader,
@@ -31,7 +30,7 @@ from promptimus.llms.anthropic_format import (
     translate_options,
 )
 from promptimus.llms.capabilities import ProviderCapabilities
-from promptimus.llms.stream_checks import StreamChecks
+from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
 from promptimus.transport.openai_wire import response_body
@@ -111,6 +110,10 @@ class Anthropic(StreamChecks):
     _error_events_have_status = True
     provider_name = "anthropic"
     """The provider traces name (OpenTelemetry's `gen_ai.provider.name`)."""
+
+    def _says_something(self, delta: MessageDelta) -> bool:
+        """A thinking block is output too: it goes back with the next request of a tool loop."""
+        return bool(delta.content or delta.reasoning or delta.tool_calls or delta.thinking)
 
     def __init__(
         self,
@@ -264,8 +267,8 @@ class Anthropic(StreamChecks):
                 yield delta
             while True:
                 try:
-                    event = await anext(events, _END)
-                    if event is _END:
+                    event = await anext(events, END)
+                    if event is END:
                         break
                     delta = reader.read(event)
                 except Exception as exc:
@@ -294,16 +297,11 @@ class Anthropic(StreamChecks):
             events = read_events(response)
             try:
                 reader = StreamReader()
-                held: list[MessageDelta] = []
-                received = MessageAccumulator()
-                while not held or not _says_something(held[-1]):
-                    event = await anext(events, _END)
-                    if event is _END:
-                        raise self._ended_before_output(response, received)
-                    delta = reader.read(event)
-                    if delta is not None:
-                        held.append(delta)
-                        received.add(delta)
+                held, received = await self._read_to_output(
+                    lambda: anext(events, END),
+                    lambda event, _: reader.read(event),
+                    lambda received: self._ended_before_output(response, received),
+                )
             except BaseException:
                 await events.aclose()
                 raise
@@ -312,10 +310,3 @@ class Anthropic(StreamChecks):
                 slot.release()
             raise
         return events, reader, held, received, slot, reservation
-
-
-_END: Any = object()
-
-
-def _says_something(delta: MessageDelta) -> bool:
-    return bool(delta.content or delta.reasoning or delta.tool_calls or delta.thinking)

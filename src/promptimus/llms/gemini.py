@@ -22,7 +22,7 @@ from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.gemini_errors import GeminiAPIError, from_sdk_error
 from promptimus.llms.gemini_format import chunk_to_delta, request_body, response_to_message
-from promptimus.llms.stream_checks import StreamChecks
+from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
 from promptimus.transport.per_loop import PerLoop
@@ -272,6 +272,14 @@ class Gemini(StreamChecks):
             self._record(received.usage, reservation)
             await events.aclose()
 
+    def _ended_before_output_event(self, received: MessageAccumulator) -> Exception:
+        """The error for a stream that ended before any part with text or a call."""
+        if received.complete:
+            return EmptyReply(
+                "the stream finished with nothing in it", finish_reason=received.finish_reason
+            )
+        return stream_interrupted(received, self._context)
+
     async def _open_stream(
         self, body: dict[str, Any], tokens: float
     ) -> tuple[Any, list[MessageDelta], MessageAccumulator, Any, Any]:
@@ -281,19 +289,13 @@ class Gemini(StreamChecks):
         events: Any = None
         try:
             events = await _open_events(connection, body)
-            held: list[MessageDelta] = []
-            received = MessageAccumulator()
-            while not held or not _says_something(held[-1]):
-                event = await _next_event(events)
-                if event is None:
-                    if received.complete:
-                        raise EmptyReply(
-                            "the stream finished with nothing in it",
-                            finish_reason=received.finish_reason,
-                        )
-                    raise stream_interrupted(received, self._context)
-                held.append(chunk_to_delta(json.loads(event.body), received.tool_call_count))
-                received.add(held[-1])
+            held, received = await self._read_to_output(
+                lambda: _next_event(events, END),
+                lambda event, received: chunk_to_delta(
+                    json.loads(event.body), received.tool_call_count
+                ),
+                self._ended_before_output_event,
+            )
         except BaseException:
             if events is not None:
                 await events.aclose()
@@ -301,10 +303,6 @@ class Gemini(StreamChecks):
                 slot.release()
             raise
         return events, held, received, slot, reservation
-
-
-def _says_something(delta: MessageDelta) -> bool:
-    return bool(delta.content or delta.reasoning or delta.tool_calls)
 
 
 def _restated(exc: Exception) -> GeminiAPIError | None:
@@ -339,10 +337,11 @@ async def _open_events(connection: _Connection, body: dict[str, Any]) -> Any:
     raise error
 
 
-async def _next_event(events: Any) -> Any:
+async def _next_event(events: Any, end: Any = None) -> Any:
+    """The stream's next event (`end` once it ended), its errors restated as Gemini's."""
     error: Exception | None = None
     try:
-        return await anext(events, None)
+        return await anext(events, end)
     except Exception as exc:
         error = _restated(exc)
         if error is None and type(exc).__name__ == "UnknownApiResponseError":

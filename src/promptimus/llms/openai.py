@@ -26,7 +26,7 @@ from promptimus.llms.openai_format import (
     demands_content,
     messages_to_openai,
 )
-from promptimus.llms.stream_checks import StreamChecks
+from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
 from promptimus.transport.openai_wire import response_body, unknown_options
@@ -201,8 +201,8 @@ class OpenAILike(StreamChecks):
                 yield delta
             while True:
                 try:
-                    chunk = await anext(chunks, _END)
-                    if chunk is _END:
+                    chunk = await anext(chunks, END)
+                    if chunk is END:
                         break
                     delta = chunk_to_delta(chunk)
                 except Exception as exc:
@@ -260,14 +260,11 @@ class OpenAILike(StreamChecks):
             stream = await self._start_stream(params)
             try:
                 chunks = stream.__aiter__()
-                held: list[MessageDelta] = []
-                received = MessageAccumulator()
-                while not held or not _says_something(held[-1]):
-                    chunk = await anext(chunks, _END)
-                    if chunk is _END:
-                        raise self._ended_before_output(stream, received)
-                    held.append(chunk_to_delta(chunk))
-                    received.add(held[-1])
+                held, received = await self._read_to_output(
+                    lambda: anext(chunks, END),
+                    lambda chunk, _: chunk_to_delta(chunk),
+                    lambda received: self._ended_before_output(stream, received),
+                )
             except BaseException:
                 await stream.close()
                 raise
@@ -276,11 +273,3 @@ class OpenAILike(StreamChecks):
                 slot.release()
             raise
         return stream, chunks, held, received, slot, reservation
-
-
-_END: Any = object()
-"""What ``anext`` returns at the end of a stream (a chunk may be JSON ``null``)."""
-
-
-def _says_something(delta: MessageDelta) -> bool:
-    return bool(delta.content or delta.reasoning or delta.tool_calls)

@@ -10,15 +10,20 @@ retry layer makes of the failure. Each provider names what a reply without text 
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any
 
+from ..dto import MessageDelta
 from ..errors import EmptyReply, MalformedReply
 from ..transport.openai_endpoint import OpenAIEndpoint
 from ..transport.retry import chained, classify
 from ..transport.secret_scrub import redact_secrets
 from .accumulator import MessageAccumulator, stream_interrupted
 
-__all__ = ["StreamChecks"]
+__all__ = ["END", "StreamChecks"]
+
+END: Any = object()
+"""What a stream's next event is once it has ended (an event itself may be JSON ``null``)."""
 
 log = logging.getLogger("promptimus.llms")
 
@@ -31,6 +36,33 @@ class StreamChecks(OpenAIEndpoint):
     _error_events_have_status = False
     """Whether the API sends errors inside a stream with a status (Anthropic's error events):
     such a failure is the server's answer, not a broken connection."""
+
+    async def _read_to_output(
+        self,
+        next_event: Callable[[], Awaitable[Any]],
+        to_delta: Callable[[Any, MessageAccumulator], MessageDelta | None],
+        ended: Callable[[MessageAccumulator], Exception],
+    ) -> tuple[list[MessageDelta], MessageAccumulator]:
+        """Read a stream up to its first delta that says something (`_says_something`): the
+        deltas read, held back so that a stream failing before them can be tried again, and
+        what they told. `next_event()` answers `END` once the stream ended, `to_delta(event,
+        received)` makes an event's delta (None: nothing in it), and `ended(received)` is the
+        error for a stream that ended before saying anything."""
+        held: list[MessageDelta] = []
+        received = MessageAccumulator()
+        while not held or not self._says_something(held[-1]):
+            event = await next_event()
+            if event is END:
+                raise ended(received)
+            delta = to_delta(event, received)
+            if delta is not None:
+                held.append(delta)
+                received.add(delta)
+        return held, received
+
+    def _says_something(self, delta: MessageDelta) -> bool:
+        """Whether a delta is output the caller sees: text, reasoning or a tool call."""
+        return bool(delta.content or delta.reasoning or delta.tool_calls)
 
     def _stream_error(
         self, exc: Exception, received: MessageAccumulator, secrets: tuple[str, ...]
