@@ -33,7 +33,7 @@ import contextvars
 import json
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from typing import Any, Self
 
 import httpx2
 from mcp_types import JSONRPCError, JSONRPCResponse
@@ -111,15 +111,38 @@ class Replies:
         self.waiting: weakref.WeakValueDictionary[str, Attempt] = weakref.WeakValueDictionary()
 
 
-class DeliveryWatch:
+class _Wrapped:
+    """A stream of the client session, wrapped: what the wrapper does not do itself (closing,
+    `async with`, any other attribute) is the wrapped stream's."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> Self:
+        await self._inner.__aenter__()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> bool | None:
+        return await self._inner.__aexit__(*exc)  # type: ignore[no-any-return]
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+
+class DeliveryWatch(_Wrapped):
     """The client session's write stream (the SDK's `WriteStream` protocol), marking the
     current attempt as sent once its `tools/call` request has been handed on (and noting its
     request id in ``replies`` first, for `ReplyWatch` and `ConnectWatch`)."""
 
-    __slots__ = ("_inner", "replies")
+    __slots__ = ("replies",)
 
     def __init__(self, inner: Any, replies: Replies | None = None) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.replies = replies if replies is not None else Replies()
 
     async def send(self, item: Any, /) -> None:
@@ -134,28 +157,15 @@ class DeliveryWatch:
             assert attempt is not None
             attempt.sent = True
 
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
-    async def __aenter__(self) -> DeliveryWatch:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        return await self._inner.__aexit__(*exc)  # type: ignore[no-any-return]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class ReplyWatch:
+class ReplyWatch(_Wrapped):
     """The client session's read stream, marking an attempt `answered` when a reply to its
     request comes in from the connection (before the session hands it to the caller)."""
 
-    __slots__ = ("_inner", "_replies")
+    __slots__ = ("_replies",)
 
     def __init__(self, inner: Any, replies: Replies) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._replies = replies
 
     def _note(self, item: Any) -> Any:
@@ -174,19 +184,6 @@ class ReplyWatch:
 
     async def __anext__(self) -> Any:
         return self._note(await self._inner.__anext__())
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
-
-    async def __aenter__(self) -> ReplyWatch:
-        await self._inner.__aenter__()
-        return self
-
-    async def __aexit__(self, *exc: Any) -> bool | None:
-        return await self._inner.__aexit__(*exc)  # type: ignore[no-any-return]
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 def _carries(request: httpx2.Request, attempt: Attempt) -> bool:
