@@ -25,7 +25,7 @@ from ..llms.accumulator import aaccumulate_each
 from ..observe.provider_calls import provider_call
 from ..tools.run_context import RunContext
 
-__all__ = ["BasePrompt", "PreparedPrompt"]
+__all__ = ["BasePrompt", "PreparedPrompt", "ask_llm"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,22 +79,14 @@ class BasePrompt(Module):
         ) -> Message:
             prepared = await prompt.prepare(None)
             messages = prepared.render(history, **variables)
-            llm, params = prompt.llm, provider_kwargs or {}
-            async with provider_call(
-                "llm",
+            return await ask_llm(
                 prompt,
-                llm,
                 messages,
-                params,
+                provider_kwargs or {},
                 template=prepared.template,
                 variables=variables,
-                stream=True,
-            ) as call:
-                call.output = await aaccumulate_each(
-                    llm.astream(messages, **params), on_delta, f"a call to {llm!r}"
-                )
-            reply: Message = call.output
-            return reply
+                on_delta=on_delta,
+            )
 
         reply: Message = await self._call(
             streamed, (history,), {"provider_kwargs": provider_kwargs, **variables}
@@ -109,3 +101,37 @@ class BasePrompt(Module):
     ) -> list[Message]:
         """The messages a call with `history` and `variables` would send."""
         return (await self.prepare(ctx)).render(history, **variables)
+
+
+async def ask_llm(
+    prompt: BasePrompt,
+    messages: list[Message],
+    params: dict[str, Any],
+    *,
+    template: str | None = None,
+    variables: Mapping[str, Any] | None = None,
+    on_delta: Callable[[MessageDelta], Any] | None = None,
+) -> Message:
+    """The reply of `prompt`'s LLM to `messages` (sent with `params`), made as one provider call
+    of `prompt` (usage, cost and traces see it, with the `template` and `variables` the system
+    prompt was filled from). With `on_delta`, the reply is streamed and each piece handed to it
+    as it arrives; a stream that ended before the model finished is never an answer."""
+    llm = prompt.llm
+    async with provider_call(
+        "llm",
+        prompt,
+        llm,
+        messages,
+        params,
+        template=template,
+        variables=variables,
+        stream=on_delta is not None,
+    ) as call:
+        if on_delta is None:
+            call.output = await llm.achat(messages, **params)
+        else:
+            call.output = await aaccumulate_each(
+                llm.astream(messages, **params), on_delta, f"a call to {llm!r}"
+            )
+    reply: Message = call.output
+    return reply

@@ -23,9 +23,8 @@ from typing import Any, TypeAlias
 from ..core import Parameter
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
-from ..observe.provider_calls import provider_call
 from ..tools.run_context import RunContext
-from .base_prompt import BasePrompt, PreparedPrompt
+from .base_prompt import BasePrompt, PreparedPrompt, ask_llm
 from .template import format_template
 
 __all__ = ["DynamicPrompt", "PromptFn"]
@@ -112,12 +111,7 @@ class DynamicPrompt(BasePrompt):
             messages = await self.arender(history, ctx, **variables)
         else:
             messages = [system, *history] if history else [system]
-        llm = self.llm
-        params = provider_kwargs or {}
-        async with provider_call("llm", self, llm, messages, params, variables=variables) as call:
-            call.output = await llm.achat(messages, **params)
-        reply: Message = call.output
-        return reply
+        return await ask_llm(self, messages, provider_kwargs or {}, variables=variables)
 
     def extra_repr(self) -> str:
         return f"fn={getattr(self._fn, '__qualname__', type(self._fn).__name__)}"

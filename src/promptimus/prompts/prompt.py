@@ -9,8 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ..core import Parameter
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument
-from ..observe.provider_calls import provider_call
-from .base_prompt import BasePrompt, PreparedPrompt
+from .base_prompt import BasePrompt, PreparedPrompt, ask_llm
 from .template import format_template
 
 if TYPE_CHECKING:
@@ -94,11 +93,6 @@ class Prompt(BasePrompt):
         **kwargs: Any,
     ) -> Message:
         messages = self.render(history, **kwargs)
-        llm = self.llm
-        params = provider_kwargs or {}
-        async with provider_call(
-            "llm", self, llm, messages, params, template=self.prompt.value, variables=kwargs
-        ) as call:
-            call.output = await llm.achat(messages, **params)
-        reply: Message = call.output
-        return reply
+        return await ask_llm(
+            self, messages, provider_kwargs or {}, template=self.prompt.value, variables=kwargs
+        )

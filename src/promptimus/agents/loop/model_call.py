@@ -15,9 +15,7 @@ from typing import Any
 
 from ...core.module import wrap_as_call
 from ...dto import Message, MessageDelta
-from ...llms.accumulator import aaccumulate_each
-from ...observe.provider_calls import provider_call
-from ...prompts.base_prompt import BasePrompt
+from ...prompts.base_prompt import BasePrompt, ask_llm
 
 __all__ = ["DeltaSink", "ModelRequest", "request_reply"]
 
@@ -40,27 +38,14 @@ class ModelRequest:
 async def _reply(
     prompt: BasePrompt, request: ModelRequest, on_delta: DeltaSink | None = None
 ) -> Message:
-    llm = prompt.llm
-    messages, params = request.messages, request.params
-    async with provider_call(
-        "llm",
+    return await ask_llm(
         prompt,
-        llm,
-        messages,
-        params,
+        request.messages,
+        request.params,
         template=request.template,
         variables=request.variables,
-        stream=on_delta is not None,
-    ) as call:
-        if on_delta is None:
-            call.output = await llm.achat(messages, **params)
-        else:
-            # a stream that ended without a finish_reason was cut off: never an answer
-            call.output = await aaccumulate_each(
-                llm.astream(messages, **params), on_delta, f"a call to {llm!r}"
-            )
-    reply: Message = call.output
-    return reply
+        on_delta=on_delta,
+    )
 
 
 _reply_as_call = wrap_as_call(_reply)  # the prompt's hooks and span, wrapped once
