@@ -58,3 +58,13 @@ def test_genai_names_exist_upstream() -> None:
 
 def test_the_pinned_openinference_version_is_the_installed_one() -> None:
     assert version("openinference-semantic-conventions") == c.OPENINFERENCE_CONVENTIONS_VERSION
+
+
+def test_a_secret_with_a_quote_or_backslash_is_redacted_in_json_too() -> None:
+    from promptimus.tracing.attribute_values import REDACTED, ValueEncoder
+
+    secret = 'pa"ss\\word-1234'
+    encoder = ValueEncoder(1000)
+    encoder.add_secrets([secret])
+    written = encoder.json({"password": secret, "note": f"it is {secret}"})
+    assert written.count(REDACTED) == 2 and "word-1234" not in written

@@ -30,7 +30,6 @@ from __future__ import annotations
 import atexit
 import contextvars
 import itertools
-import json
 import logging
 import os
 import queue
@@ -40,7 +39,7 @@ import time
 import traceback
 import uuid
 import weakref
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,18 +83,6 @@ def _secret_env_values() -> list[str]:
         and value.strip().lower() not in _NOT_SECRETS
         and not value.strip().isdigit()
     ]
-
-
-def _as_written(secrets: Iterable[str]) -> list[str]:
-    """Each secret, and as JSON text holds it when that differs (a quote or a backslash in a
-    password is escaped in the values written as JSON)."""
-    forms: list[str] = []
-    for secret in secrets:
-        forms.append(secret)
-        escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
-        if escaped != secret:
-            forms.append(escaped)
-    return forms
 
 
 # the password of a URL (`postgresql://user:password@host/db`): a database URL among a run's
@@ -223,7 +210,7 @@ class Recording:
             raise InvalidArgument(f"{self.path} is a folder; record(path) takes a .sqlite file.")
         self.pricing = check_pricing(pricing)
         self.encoder = _Encoder(int(max_value_chars))
-        self.encoder.add_secrets(_as_written(_secret_env_values()))
+        self.encoder.add_secrets(_secret_env_values())
         self.batch_seconds = float(batch_seconds)
         self.written = 0  # rows written so far (spans and runs)
         # span ids: unique across the processes writing one file, cheap to make. 64 random
@@ -524,7 +511,7 @@ class Recording:
         its module's tree (its request is written before any of them is called), a wrapper's
         those of the providers it wraps."""
         enc = self.encoder
-        enc.add_secrets(_as_written(_secret_env_values()))
+        enc.add_secrets(_secret_env_values())
         providers: dict[int, Any] = {}  # held here, so no id is reused while this runs
         modules: dict[int, Module] = {}  # the trees of the runs that start
         for tag, span in items:
@@ -545,7 +532,7 @@ class Recording:
             secrets = getattr(provider, "secrets", None)
             if callable(secrets):
                 try:
-                    enc.add_secrets(_as_written(v for v in secrets() if isinstance(v, str)))
+                    enc.add_secrets(v for v in secrets() if isinstance(v, str))
                 except BaseException:
                     _log.debug("could not read a provider's secrets", exc_info=True)
 

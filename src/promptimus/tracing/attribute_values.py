@@ -8,6 +8,7 @@ every known secret (API keys) is replaced by `[REDACTED]` before it leaves the p
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -38,9 +39,14 @@ class ValueEncoder:
         self.secrets: set[str] = set()
 
     def add_secrets(self, values: Iterable[str]) -> None:
+        """Redact `values` from now on, each also as JSON text holds it when that differs (a
+        quote or a backslash in a password is escaped in the values written as JSON)."""
         for value in values:
             if isinstance(value, str) and len(value) >= 4:
                 self.secrets.add(value)
+                escaped = json.dumps(value, ensure_ascii=False)[1:-1]
+                if escaped != value:
+                    self.secrets.add(escaped)
 
     def text(self, value: str) -> str:
         return self.cut(self.redact(value))
