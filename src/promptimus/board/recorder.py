@@ -424,8 +424,7 @@ class Recording:
                     self._running.pop(id(span), None)
 
     def _write(self, batch: list[Any]) -> None:
-        """Turn the batch's spans into rows and write them in one transaction, each table's
-        rows passed as one JSON array."""
+        """Turn the batch's spans into rows and write them in one transaction."""
         items = [item for item in batch if isinstance(item, tuple)]
         if not items:
             return
@@ -526,7 +525,7 @@ class Recording:
             except BaseException:  # a tree changed while it was read: its next call teaches it
                 _log.debug("could not read a module's providers", exc_info=True)
         for module in modules.values():
-            for provider in module._providers.values():
+            for provider in module.own_providers().values():
                 _add_providers(providers, provider)
         for provider in providers.values():
             secrets = getattr(provider, "secrets", None)
@@ -567,11 +566,9 @@ def _tree_of(module: Module, seen: dict[int, Module]) -> None:
             if id(owner) not in above:
                 above.add(id(owner))
                 todo.append(owner)
-    while roots:
-        node = roots.pop()
-        if id(node) not in seen:
-            seen[id(node)] = node
-            roots.extend(node._submodules.values())
+    for root in roots:
+        if id(root) not in seen:
+            seen.update((id(node), node) for node in root.modules())
 
 
 class _Rows:
