@@ -26,6 +26,9 @@ _LAZY: dict[str, str] = {
     "NeedsApproval": "events",
     "GuardrailEvent": "events",
     "PartialOutput": "events",
+    "ToolProgress": "events",
+    "SubAgentEvent": "events",
+    "CompactionEvent": "events",
     "StepContext": "step_hooks",
     "StepUpdate": "step_hooks",
     "RunState": "run_state",
@@ -49,15 +52,18 @@ if TYPE_CHECKING:
     from ..prompts.dynamic_prompt import DynamicPrompt as DynamicPrompt
     from .base_agent import BaseAgent as BaseAgent
     from .events import AgentEvent as AgentEvent
+    from .events import CompactionEvent as CompactionEvent
     from .events import FinalResult as FinalResult
     from .events import GuardrailEvent as GuardrailEvent
     from .events import NeedsApproval as NeedsApproval
     from .events import PartialOutput as PartialOutput
     from .events import ReasoningDelta as ReasoningDelta
     from .events import StepEnd as StepEnd
+    from .events import SubAgentEvent as SubAgentEvent
     from .events import TextDelta as TextDelta
     from .events import ToolCallEvent as ToolCallEvent
     from .events import ToolErrorEvent as ToolErrorEvent
+    from .events import ToolProgress as ToolProgress
     from .events import ToolResultEvent as ToolResultEvent
     from .loop.executor import RunExecutor as RunExecutor
     from .loop.model_call import ModelRequest as ModelRequest

@@ -31,15 +31,18 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AgentEvent",
+    "CompactionEvent",
     "FinalResult",
     "GuardrailEvent",
     "NeedsApproval",
     "PartialOutput",
     "ReasoningDelta",
     "StepEnd",
+    "SubAgentEvent",
     "TextDelta",
     "ToolCallEvent",
     "ToolErrorEvent",
+    "ToolProgress",
     "ToolResultEvent",
 ]
 
@@ -71,6 +74,7 @@ class ToolCallEvent:
     arguments: str
     step: int
     server: str | None = None
+    hosted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +89,7 @@ class ToolResultEvent:
     step: int
     server: str | None = None
     images: tuple[ImageContent, ...] = ()
+    hosted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +101,19 @@ class ToolErrorEvent:
     name: str
     error: str
     duration_s: float
+    step: int
+    server: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ToolProgress:
+    """A running tool reported progress: `message` says what it is doing, `fraction` how much
+    of its work is done (0.0 to 1.0), None when it cannot tell. `id` is its call's id."""
+
+    id: str | None
+    name: str
+    message: str
+    fraction: float | None
     step: int
     server: str | None = None
 
@@ -136,6 +154,34 @@ class StepEnd:
 
 
 @dataclass(frozen=True, slots=True)
+class SubAgentEvent:
+    """An event of an agent run nested inside this one (an agent used as a tool), as it happens.
+    `path` is the sub-agent's module path (`root.researcher`), `tool_call_id` the id of this
+    run's tool call that started it, `step` this run's step, and `event` the sub-agent's own
+    event (a `SubAgentEvent` again for a run nested deeper). The sub-agent's `FinalResult` is
+    not forwarded: its answer arrives as the tool call's `ToolResultEvent`."""
+
+    path: str
+    tool_call_id: str | None
+    event: AgentEvent
+    step: int
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionEvent:
+    """The conversation was compacted before step `step`'s request: `tokens_before` and
+    `tokens_after` are its estimated size, `steps` the compaction steps that ran
+    ("clear_tool_results", "clear_thinking", "summarize", "native"), and `usage` what the
+    compaction itself cost (a summary's model call; zero for the cheap steps)."""
+
+    step: int
+    tokens_before: int
+    tokens_after: int
+    steps: tuple[str, ...]
+    usage: Usage
+
+
+@dataclass(frozen=True, slots=True)
 class FinalResult(Generic[OutputT]):
     """The run's output (what `forward` returns) and its full record."""
 
@@ -159,9 +205,12 @@ AgentEvent: TypeAlias = (
     | ToolCallEvent
     | ToolResultEvent
     | ToolErrorEvent
+    | ToolProgress
     | GuardrailEvent
     | PartialOutput[Any]
     | StepEnd
+    | SubAgentEvent
+    | CompactionEvent
     | FinalResult[Any]
     | NeedsApproval
 )

@@ -2,12 +2,13 @@
 deltas, search hits) and what an agent run records (run, step and tool-call records).
 
 One concept per submodule (`dto.message`, `dto.image`, `dto.document`, `dto.thinking`,
-`dto.tool`, `dto.usage`, `dto.delta`, `dto.search_hit`, `dto.run_record`); every name is
-importable from `promptimus.dto` itself.
+`dto.hosted`, `dto.tool`, `dto.usage`, `dto.delta`, `dto.search_hit`, `dto.run_record`); every
+name is importable from `promptimus.dto` itself.
 """
 
 from .delta import MessageDelta, ToolCallDelta
 from .document import DocumentContent
+from .hosted import HostedToolCall
 from .image import ImageContent
 from .message import History, Message, MessageRole
 from .run_record import RunRecord, StepRecord, ToolCallRecord
@@ -19,6 +20,7 @@ from .usage import Usage
 __all__ = [
     "DocumentContent",
     "History",
+    "HostedToolCall",
     "ImageContent",
     "Message",
     "MessageDelta",

@@ -7,6 +7,7 @@ from enum import StrEnum
 from pydantic import BaseModel, Field, TypeAdapter
 
 from .document import DocumentContent
+from .hosted import HostedToolCall
 from .image import ImageContent
 from .thinking import ThinkingBlock
 from .tool import ToolRequest
@@ -27,7 +28,14 @@ class Message(BaseModel):
     or from a cache says which model wrote it. `thinking` is the opposite: the blocks of
     thinking the provider that wrote the reply needs back verbatim in the next request (see
     `ThinkingBlock`); `reasoning` is their readable text. `documents` are attached files
-    (PDFs)."""
+    (PDFs).
+
+    `hosted_calls` are the tool calls a provider's server ran itself while writing the reply (a
+    Responses API web search, file search or code interpreter), kept verbatim so the next
+    request can send them back and the run record can show them; nothing runs locally.
+    `response_id` is the id the server gave the reply (a Responses `resp_...` id), so a
+    conversation the server stores can continue from it. `summary_of` marks a message that
+    compaction wrote: the number of earlier messages it stands for."""
 
     role: MessageRole
     content: str = ""
@@ -40,6 +48,9 @@ class Message(BaseModel):
     usage: Usage | None = None
     finish_reason: str | None = None
     model_name: str | None = None
+    hosted_calls: list[HostedToolCall] | None = None
+    response_id: str | None = None
+    summary_of: int | None = None
 
     def __str__(self) -> str:
         """The message's text: ``print(reply)`` shows what the model said. ``repr`` keeps

@@ -10,10 +10,13 @@ class ThinkingBlock(BaseModel):
     loop can send it back unchanged (Anthropic refuses a tool result whose thinking lost its
     `signature`; Gemini wants each part's thought signature back on the same part).
 
-    `provider` names the API that wrote the block ("anthropic", "gemini"); only that provider
-    sends it back, the others skip it. `text` is the readable thinking (empty when the provider
-    keeps it hidden), `signature` the opaque token that authenticates it, and `redacted` the
-    encrypted payload of an Anthropic `redacted_thinking` block.
+    `provider` names the API that wrote the block ("anthropic", "gemini", "openai-responses");
+    only that provider sends it back, the others skip it. `text` is the readable thinking (empty
+    when the provider keeps it hidden; a Responses reasoning item's summary), `signature` the
+    opaque token that authenticates it, and `redacted` the encrypted payload (an Anthropic
+    `redacted_thinking` block; a Responses reasoning item's `encrypted_content`). `id` is the
+    provider's own id of the item (a Responses `rs_...` id), sent back only where the server can
+    resolve it (a stored response); a stateless request sends the encrypted payload instead.
     """
 
     model_config = ConfigDict(frozen=True)
@@ -22,3 +25,4 @@ class ThinkingBlock(BaseModel):
     text: str = ""
     signature: str | None = None
     redacted: str | None = None
+    id: str | None = None
