@@ -49,6 +49,7 @@ from .loop.decisions import Act, Decision, Final, LoopState, Retry, ToolInvocati
 from .loop.pause_errors import paused_error, sub_agent_paused
 from .loop.run import drive
 from .nesting import DEFAULT_MAX_NESTING, check_max_nesting, nested_run
+from .relay import relayed
 from .run_record import capture_records, recording
 from .run_result import RunResult
 from .run_state import Approval, RunState, resuming_from
@@ -320,6 +321,7 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
             self._check_request(request)
         if record is None:
             record = RunRecord()
+        emit = relayed(self.path, emit)
         with nested_run(self._where(), self.max_nesting), recording(record):
             outcome = await drive(self, request, deps, prompt_vars, record, emit, plan)
         if isinstance(outcome, NeedsApproval):

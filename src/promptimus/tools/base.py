@@ -394,27 +394,31 @@ class Tool(Module):
         """The model's call with its raw result, within the tool's timeout (else
         `default_timeout`). A plain function handing back the bounded coroutine, so a call holds
         no extra frame for its whole length (bad arguments raise right here)."""
-        return self._bounded(self.handle_call(arguments, ctx), default_timeout)
+        return self._bounded(self.handle_call(arguments, ctx), default_timeout, ctx)
 
-    async def _bounded(self, work: Awaitable[Any], default: float | None) -> Any:
-        """Await `work` within this tool's timeout (else `default`); `ToolTimeout` past it."""
+    async def _bounded(
+        self, work: Awaitable[Any], default: float | None, ctx: RunContext[Any] | None = None
+    ) -> Any:
+        """Await `work` within this tool's timeout (else `default`); `ToolTimeout` past it.
+        While it runs, `ctx` is the current tool call (see `current_tool_call`)."""
+        token = None if ctx is None else ctx.entered()
         limit = self.timeout if self.timeout is not None else default
-        if limit is None:
-            return await work
         # the watchdog thread's deadline, not `asyncio.timeout`: no loop timer per call (see
         # tools/watchdog.py for what a pending loop timer costs a call that waits on a server)
-        deadline = watchdog.arm(limit)
+        deadline = None if limit is None else watchdog.arm(limit)
         try:
             return await work
         except asyncio.CancelledError:
-            if not deadline.expired():  # a cancellation from outside: let it through
+            if deadline is None or not deadline.expired():  # cancelled from outside: let it be
                 raise
             raise ToolTimeout(
                 f"Tool {self._name!r} did not return within {limit:g} s and was abandoned. "
                 "Try again with a smaller request, or do without this tool."
             ) from None
         finally:
-            deadline.disarm()
+            if deadline is not None:
+                deadline.disarm()
+            RunContext.left(token)
 
 
 def _wraps_module(args: tuple[Any, ...], kwargs: dict[str, Any]) -> bool:

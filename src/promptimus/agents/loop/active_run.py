@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -9,13 +11,21 @@ from typing import Any
 from ...dto import Message
 from ...dto.run_record import RunRecord, StepRecord, ToolCallRecord
 from ...modules.memory import Memory
+from ...observe.provider_calls import report_event
 from ...prompts.base_prompt import BasePrompt
 from ...tools.run_context import RunContext
-from ..events import AgentEvent, StepEnd, ToolErrorEvent, ToolResultEvent
+from ..events import (
+    AgentEvent,
+    StepEnd,
+    SubAgentEvent,
+    ToolErrorEvent,
+    ToolProgress,
+    ToolResultEvent,
+)
 from .agent import LoopAgent
 from .decisions import LoopState, ToolInvocation
 
-__all__ = ["ActiveRun", "Emit", "tool_event"]
+__all__ = ["ActiveRun", "Emit", "ToolListener", "tool_event"]
 
 Emit = Callable[[AgentEvent], object]
 """Receives the events of a streamed run as they happen."""
@@ -42,6 +52,8 @@ class ActiveRun:
     steps: int = 0
     guard_retries: dict[int, int] = field(default_factory=dict)
     """How many times each output guardrail (by id) sent an answer back in this run."""
+    listener: ToolListener | None = None
+    """What the run's tool calls report to (made at the first tool step)."""
 
     @classmethod
     def of(
@@ -58,6 +70,8 @@ class ActiveRun:
 
     def tool_context(self, index: int) -> RunContext[Any]:
         """What the tools of step `index` see as `ctx` (the conversation up to their call)."""
+        if self.listener is None:
+            self.listener = ToolListener(self.agent, self.emit)
         return RunContext(
             deps=self.deps,
             messages=self.conversation,
@@ -65,6 +79,7 @@ class ActiveRun:
             usage=self.record.usage,
             record=self.record,
             handoff_view=self.agent._handoff_view(),
+            listener=self.listener,
         )
 
     def observe(self, calls: list[ToolInvocation], records: list[ToolCallRecord]) -> None:
@@ -76,6 +91,48 @@ class ActiveRun:
     def step_end(self, step: StepRecord) -> None:
         if self.emit is not None:
             self.emit(StepEnd(step.index, step.reply, step.usage, self.record.usage))
+
+
+class ToolListener:
+    """Hears what a run's tool calls report while they run (`RunListener`): their progress, and
+    the events of the agent runs they start, shown to the run's stream as `ToolProgress` and
+    `SubAgentEvent`. A tool running in a thread of its own reports through the run's loop."""
+
+    __slots__ = ("agent", "emit", "loop", "thread")
+
+    def __init__(self, agent: LoopAgent, emit: Emit | None) -> None:
+        self.agent, self.emit = agent, emit
+        self.thread = threading.get_ident()
+        self.loop = asyncio.get_running_loop() if emit is not None else None
+
+    @property
+    def streaming(self) -> bool:
+        return self.emit is not None
+
+    def progress(self, ctx: RunContext[Any], message: str, fraction: float | None) -> None:
+        name = ctx.tool_name or ""
+        report_event(
+            self.agent,
+            "tool_progress",
+            {"tool": name, "tool_call_id": ctx.tool_call_id or "", "message": message}
+            | ({} if fraction is None else {"fraction": fraction}),
+        )
+        if self.emit is not None:
+            tool = self.agent._tool(name)
+            server = tool.server if tool is not None else None
+            self._show(ToolProgress(ctx.tool_call_id, name, message, fraction, ctx.step, server))
+
+    def nested(self, ctx: RunContext[Any], path: str, event: object) -> None:
+        if self.emit is not None:
+            self._show(SubAgentEvent(path, ctx.tool_call_id, event, ctx.step))  # type: ignore[arg-type]
+
+    def _show(self, event: AgentEvent) -> None:
+        emit, loop = self.emit, self.loop
+        assert emit is not None and loop is not None
+        if threading.get_ident() == self.thread:
+            emit(event)
+        else:
+            loop.call_soon_threadsafe(emit, event)
 
 
 def tool_event(entry: ToolCallRecord, step: int) -> ToolResultEvent | ToolErrorEvent:

@@ -136,7 +136,7 @@ async def _screen(
             and tool.may_need_approval
             and await tool.needs_approval(
                 call.parsed if call.parsed is not None else call.arguments,
-                ctx.for_tool_call(call.id),
+                ctx.for_tool_call(call.id, call.name),
             )
         ):
             key = call.id if call.id and call.id not in ids else f"call_{ctx.step}_{position}"

@@ -90,7 +90,9 @@ class RunExecutor:
             with capture_records() as children:
                 try:
                     entry.result, entry.images = await tool.call_with_images(
-                        arguments, ctx.for_tool_call(call.id), default_timeout=default_timeout
+                        arguments,
+                        ctx.for_tool_call(call.id, call.name),
+                        default_timeout=default_timeout,
                     )
                 except ToolError as exc:
                     entry.error = str(exc)
