@@ -3,7 +3,7 @@
 import pytest
 
 import promptimus as pm
-from promptimus.errors import LLMNotSet, PromptFormatError
+from promptimus.errors import InvalidArgument, LLMNotSet, PromptFormatError
 from promptimus.llms import ScriptedLLM
 from promptimus.modules import Prompt
 
@@ -141,3 +141,14 @@ def test_check_variables_fails_as_rendering_would_without_computing_anything():
     dynamic.check_variables({"tool_desc": "x"})
     Prompt("Answer in {lang}.").check_variables({"lang": "French"})
     assert calls == []
+
+
+@pytest.mark.parametrize("text", [123, 1.5, b"bytes", ["a list"], True])
+def test_a_prompt_that_is_not_text_is_refused_where_given(text):
+    with pytest.raises(InvalidArgument, match="Prompt text must be a str"):
+        Prompt(text)
+
+
+def test_a_prompt_may_be_left_unset_for_a_checkpoint_to_fill():
+    assert not Prompt().prompt.is_set
+    assert Prompt("Hi {name}").prompt.value == "Hi {name}"
