@@ -37,6 +37,13 @@ def _module_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--model", metavar="MODEL", help=MODEL_HELP)
     parser.add_argument("--stream", action="store_true", help="print events as they arrive")
+    parser.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fill the prompt's template variable {NAME} with VALUE (repeat for more)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -108,17 +115,19 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_serve(args)
     from .prepared_module import prepare
+    from .template_variables import parse_variables
 
+    variables = parse_variables(args.var)
     module = prepare(args.target, args.load, args.model, args.partial)
     if args.command == "run":
         from .run import run_once
 
         request = sys.stdin.read() if args.input == "-" else args.input
-        asyncio.run(run_once(module, request, args.stream, args.json))
+        asyncio.run(run_once(module, request, args.stream, args.json, variables))
         return 0
     from .chat import chat
 
-    return asyncio.run(chat(module, args.stream, sys.stdin, sys.stdout, sys.stderr))
+    return asyncio.run(chat(module, args.stream, sys.stdin, sys.stdout, sys.stderr, variables))
 
 
 def one_line(text: str) -> str:
