@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from .._version import __version__
 from ..errors import PromptimusError
 from .command_error import CommandLineError
 from .hints import command_line_message
@@ -50,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="promptimus", description="Inspect promptimus checkpoints and run modules."
     )
+    parser.add_argument("--version", action="version", version=f"promptimus {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     show = commands.add_parser("show", help="print a checkpoint's tree, parameters and digest")
     show.add_argument("checkpoint", metavar="CHECKPOINT.toml")
