@@ -214,3 +214,8 @@ def test_a_memory_size_that_is_not_a_count_is_refused_where_given(size):
 def test_zero_and_whole_memory_sizes_are_taken():
     assert MemoryModule(memory_size=0).memory.size == 0
     assert Memory(5).size == 5
+
+
+def test_an_unknown_message_role_is_refused_with_the_roles():
+    with pytest.raises(InvalidArgument, match="new_message_role must be one of"):
+        MemoryModule(new_message_role="narrator")

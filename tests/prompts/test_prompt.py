@@ -6,6 +6,7 @@ import promptimus as pm
 from promptimus.errors import InvalidArgument, LLMNotSet, PromptFormatError
 from promptimus.llms import ScriptedLLM
 from promptimus.modules import Prompt
+from promptimus.prompts import DynamicPrompt
 
 
 async def test_forward_sends_formatted_system_prompt_before_history():
@@ -152,3 +153,16 @@ def test_a_prompt_that_is_not_text_is_refused_where_given(text):
 def test_a_prompt_may_be_left_unset_for_a_checkpoint_to_fill():
     assert not Prompt().prompt.is_set
     assert Prompt("Hi {name}").prompt.value == "Hi {name}"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"suffix": 5}, "suffix must be a str"),
+        ({"suffix": ["a"]}, "suffix must be a str"),
+        ({"role": "narrator"}, "role must be one of"),
+    ],
+)
+def test_a_dynamic_prompt_refuses_bad_arguments_where_given(arguments, expected):
+    with pytest.raises(InvalidArgument, match=expected):
+        DynamicPrompt(lambda ctx: "Be brief.", **arguments)

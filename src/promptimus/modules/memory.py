@@ -200,7 +200,13 @@ class MemoryModule(Module):
     ) -> None:
         super().__init__()
         size = non_negative_int(memory_size, "MemoryModule memory_size (messages it keeps)")
-        self.new_message_role = MessageRole(new_message_role)
+        try:
+            self.new_message_role = MessageRole(new_message_role)
+        except ValueError:
+            roles = ", ".join(repr(r.value) for r in MessageRole)
+            raise InvalidArgument(
+                f"MemoryModule new_message_role must be one of {roles}, got {new_message_role!r}."
+            ) from None
         # a Prompt; an agent with a callable prompt puts a DynamicPrompt here
         self.prompt: BasePrompt = Prompt(system_prompt)
         self._memory = shared_memory if shared_memory is not None else Memory(size)
