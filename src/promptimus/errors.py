@@ -56,6 +56,7 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     │   ├── ToolArgumentsError
     │   ├── ToolExecutionError
     │   │   ├── ToolTimeout
+    │   │   ├── ToolResultNotSerializable
     │   │   └── MCPResultUnknown (also an MCPError)
     │   ├── DuplicateToolName
     │   └── InvalidToolName (ValueError)
@@ -494,6 +495,12 @@ class ToolExecutionError(ToolError):
 class ToolTimeout(ToolExecutionError):
     """A tool did not return within its timeout. The agent sends the message back to the model
     as the tool's result; a sync tool's thread may still be running (Python cannot stop it)."""
+
+
+class ToolResultNotSerializable(ToolExecutionError):
+    """A tool returned a value with no JSON form (an object of a plain class, a socket, ...).
+    The agent sends the message back as the tool's result, and the run shows the tool failed;
+    return text, a dict, a list, a number, a dataclass or a pydantic model instead."""
 
 
 class DuplicateToolName(ToolError):

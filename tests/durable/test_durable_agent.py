@@ -24,6 +24,7 @@ from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.agents.react_agent import ToolCallingAgent
 from promptimus.durable import DurableAgent
 from promptimus.errors import (
+    ApprovalRequired,
     DurableApprovalError,
     DurableInputMismatch,
     DurableRunNotFound,
@@ -158,6 +159,9 @@ async def test_an_approved_call_runs_once_and_the_run_completes(
     ]
     assert ledger.ran == [("lookup", 42)]
     assert (await durable.result("t-42")).status == "needs_approval"  # it never blocks
+    with pytest.raises(ApprovalRequired, match=r"durable\.approve\(workflow_id") as caught:
+        _ = paused.output  # says how a durable run goes on: approve, not agent.run(resume=)
+    assert "resume=" not in str(caught.value)
 
     await durable.approve("t-42", "c2", True)
     await durable.approve("t-42", "c2", True)  # the same decision again changes nothing

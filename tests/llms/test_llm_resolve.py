@@ -124,3 +124,21 @@ def test_alias_to_a_bad_spec_mentions_the_alias() -> None:
 def test_empty_model_is_refused() -> None:
     with pytest.raises(ModelResolutionError, match="provider and a model"):
         resolve("openai:", env={})
+
+
+@pytest.mark.parametrize(
+    ("spec", "meant"),
+    [("openai/gpt-4o-mini", "openai:gpt-4o-mini"), ("ollama/llama3.2", "ollama:llama3.2")],
+)
+def test_a_slash_spelling_suggests_the_colon(spec: str, meant: str) -> None:
+    with pytest.raises(ModelResolutionError) as caught:
+        resolve(spec, env={})
+    message = str(caught.value)
+    assert message.startswith(f"Did you mean {meant!r}?")
+    assert f"'openrouter:{spec}'" in message  # a model name that holds a slash keeps it
+
+
+def test_a_name_without_slash_gets_no_suggestion() -> None:
+    with pytest.raises(ModelResolutionError) as caught:
+        resolve("gpt4", env={})
+    assert "Did you mean" not in str(caught.value)

@@ -197,3 +197,25 @@ def test_memory_module_checkpoint_is_the_prompt(tmp_path):
     }
     module.save(tmp_path / "m.toml")
     assert MemoryModule().load(tmp_path / "m.toml").prompt.prompt.value == "You are terse."
+
+
+@pytest.mark.parametrize("size", ["10", 2.5, float("nan"), float("inf"), True, None, -1])
+def test_a_memory_size_that_is_not_a_count_is_refused_where_given(size):
+    with pytest.raises(InvalidArgument, match="memory_size"):
+        MemoryModule(memory_size=size)
+    with pytest.raises(InvalidArgument, match="Memory size"):
+        Memory(size)
+    memory = Memory(3)
+    with pytest.raises(InvalidArgument, match="Memory size"):
+        memory.size = size
+    assert memory.size == 3
+
+
+def test_zero_and_whole_memory_sizes_are_taken():
+    assert MemoryModule(memory_size=0).memory.size == 0
+    assert Memory(5).size == 5
+
+
+def test_an_unknown_message_role_is_refused_with_the_roles():
+    with pytest.raises(InvalidArgument, match="new_message_role must be one of"):
+        MemoryModule(new_message_role="narrator")

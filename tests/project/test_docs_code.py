@@ -212,6 +212,70 @@ def test_page_code_runs(path: Path, tmp_path: Path) -> None:
     assert result.returncode == 0, f"{page_id(path)}:\n{result.stderr[-4000:]}"
 
 
+NOTE = re.compile(r"^\*On this page\b.*$", re.MULTILINE)
+GET_STARTED = "[Get started]"
+
+
+def page_note(text: str) -> str:
+    """The page's italic note on its hidden setup ("*On this page, `server` is ...*")."""
+    found = NOTE.search(text)
+    return found.group(0) if found else ""
+
+
+def names_the_note_gives(note: str) -> set[str]:
+    """The names a reader is told the hidden setup makes: every identifier in backticks."""
+    return {name for code in re.findall(r"`([^`]+)`", note) for name in re.findall(r"\w+", code)}
+
+
+def names_shown_code_lacks(blocks: list[Block]) -> set[str]:
+    """Names the page's shown code uses and never binds: a reader copying it needs them from
+    elsewhere (the hidden setup, which the note must then name)."""
+    shown = page_script([b for b in blocks if b.kind == "shown"])
+    return {problem.split(" ")[0] for problem in names_used_before_defined(shown)}
+
+
+def setup_beyond_get_started(blocks: list[Block]) -> list[str]:
+    """What a page's hidden setup does differently from Get started's first block to the two
+    things "as in Get started" promises: `server` (what its model answers) and `llm` (which
+    model it names). Imports, scripted replies and stopping the server are the page's own."""
+    text = (DOCS / "get-started.md").read_text("utf-8")
+    first = next(b for b in extract_blocks("get-started.md", text) if b.kind == "shown")
+    known = {ast.dump(stmt) for stmt in ast.parse(first.code).body}
+    hidden = page_script([b for b in blocks if b.kind == "hidden"])
+
+    def changes_server_or_llm(stmt: ast.stmt) -> bool:
+        methods = {
+            n.func.attr
+            for n in ast.walk(stmt)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
+        }
+        return bool(_bound(stmt) & {"server", "llm"}) or "respond_with" in methods
+
+    return [
+        ast.unparse(stmt).splitlines()[0]
+        for stmt in ast.parse(hidden).body
+        if ast.dump(stmt) not in known and changes_server_or_llm(stmt)
+    ]
+
+
+@pytest.mark.parametrize("path", pages(), ids=page_id)
+def test_the_note_names_what_the_hidden_setup_gives_the_shown_code(path: Path) -> None:
+    text = path.read_text("utf-8")
+    lacking = names_shown_code_lacks(extract_blocks(page_id(path), text))
+    assert lacking <= names_the_note_gives(page_note(text)), (
+        "the shown code uses names that neither it nor the page's note provides: a reader "
+        "copying it gets a NameError"
+    )
+
+
+@pytest.mark.parametrize("path", pages(), ids=page_id)
+def test_a_setup_said_to_be_get_starteds_is_get_starteds(path: Path) -> None:
+    text = path.read_text("utf-8")
+    if GET_STARTED not in page_note(text):
+        return
+    assert setup_beyond_get_started(extract_blocks(page_id(path), text)) == []
+
+
 # --- the reader's checks themselves
 
 
@@ -259,3 +323,27 @@ def test_a_name_used_before_it_is_defined_is_reported() -> None:
 def test_a_top_level_await_is_reported() -> None:
     assert top_level_awaits("x = await f()\n") == [1]
     assert top_level_awaits("async def main():\n    await f()\n") == []
+
+
+def test_names_the_shown_code_lacks_are_found() -> None:
+    blocks = extract_blocks(
+        "p.md",
+        "<!-- setup\n```python\nx = 1\nfrom m import Reply\n```\n-->\n"
+        "```python\nprint(x, Reply)\ny = 2\nprint(y)\n```\n",
+    )
+    assert names_shown_code_lacks(blocks) == {"x", "Reply"}
+    assert names_the_note_gives("*On this page, `x` and `Reply` (from `m`) are set up.*") >= {
+        "x",
+        "Reply",
+    }
+
+
+def test_a_setup_that_differs_from_get_starteds_is_reported() -> None:
+    setup = (
+        "<!-- setup\n```python\nfrom promptimus.testing import FakeOpenAIServer\n"
+        "server = FakeOpenAIServer().start()\nserver.chat.respond_with(print)\n"
+        "server.stop()\n```\n-->\n"
+    )
+    assert setup_beyond_get_started(extract_blocks("p.md", setup)) == [
+        "server.chat.respond_with(print)"
+    ]

@@ -60,3 +60,13 @@ def test_the_readme_is_a_front_door() -> None:
 def test_no_page_points_at_a_file_outside_the_repository() -> None:
     for page in DOCS.rglob("*.md"):
         assert "DESIGN.md" not in page.read_text(encoding="utf-8"), page
+
+
+def test_the_docs_build_needs_only_the_docs_group() -> None:
+    # the README's and the about page's commands install the `docs` group alone (MkDocs and its
+    # plugins), not the dev group's databases, Ray and Phoenix
+    about = (DOCS / "about.md").read_text(encoding="utf-8")
+    for page in (README.replace("\n", " "), about):
+        commands = re.findall(r"uv run [^`#\n]*mkdocs (?:serve|build)", page)
+        assert commands, "no docs command found"
+        assert all("--only-group docs" in command for command in commands), commands

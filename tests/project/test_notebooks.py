@@ -84,3 +84,21 @@ def test_notebook_runs_offline(path: Path) -> None:
         client.execute()
     except nbclient.exceptions.CellExecutionError:
         pytest.fail(_failure_report(path.name, nb), pytrace=False)
+
+
+def _renamed_names() -> set[str]:
+    """0.1's names for what is now called otherwise (each warns when used), leaving out old
+    names that are some current object's name too."""
+    from promptimus.compat.names import RENAMED
+
+    today = {path.rpartition(".")[2] for names in RENAMED.values() for path in names.values()}
+    return {old for names in RENAMED.values() for old in names} - today
+
+
+@pytest.mark.parametrize("path", PATHS, ids=[path.stem for path in PATHS])
+def test_the_tutorials_teach_todays_names(path: Path) -> None:
+    renamed = _renamed_names()
+    assert "DummyLLm" in renamed
+    nb = nbformat.read(path, as_version=4)
+    words = {word for cell in nb.cells for word in re.findall(r"\w+", cell.source)}
+    assert sorted(words & renamed) == []

@@ -3,9 +3,10 @@
 import pytest
 
 import promptimus as pm
-from promptimus.errors import LLMNotSet, PromptFormatError
+from promptimus.errors import InvalidArgument, LLMNotSet, PromptFormatError
 from promptimus.llms import ScriptedLLM
 from promptimus.modules import Prompt
+from promptimus.prompts import DynamicPrompt
 
 
 async def test_forward_sends_formatted_system_prompt_before_history():
@@ -141,3 +142,27 @@ def test_check_variables_fails_as_rendering_would_without_computing_anything():
     dynamic.check_variables({"tool_desc": "x"})
     Prompt("Answer in {lang}.").check_variables({"lang": "French"})
     assert calls == []
+
+
+@pytest.mark.parametrize("text", [123, 1.5, b"bytes", ["a list"], True])
+def test_a_prompt_that_is_not_text_is_refused_where_given(text):
+    with pytest.raises(InvalidArgument, match="Prompt text must be a str"):
+        Prompt(text)
+
+
+def test_a_prompt_may_be_left_unset_for_a_checkpoint_to_fill():
+    assert not Prompt().prompt.is_set
+    assert Prompt("Hi {name}").prompt.value == "Hi {name}"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ({"suffix": 5}, "suffix must be a str"),
+        ({"suffix": ["a"]}, "suffix must be a str"),
+        ({"role": "narrator"}, "role must be one of"),
+    ],
+)
+def test_a_dynamic_prompt_refuses_bad_arguments_where_given(arguments, expected):
+    with pytest.raises(InvalidArgument, match=expected):
+        DynamicPrompt(lambda ctx: "Be brief.", **arguments)

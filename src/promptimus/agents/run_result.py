@@ -53,10 +53,20 @@ class RunResult(Generic[OutputT]):
     def output(self) -> OutputT:
         if self.status != "completed":
             names = ", ".join(f"{p.tool} ({p.id})" for p in self.pending)
+            if self.state is None:  # a durable run's pause: it waits inside its workflow
+                how = (
+                    "decide each pending call with `await durable.approve(workflow_id, "
+                    "call.id, True | False | 'reason')` (from any process); the run goes on "
+                    "once all are decided, and `await durable.result(workflow_id)` returns it."
+                )
+            else:
+                how = (
+                    "resume with `agent.run(resume=result.state, "
+                    "approvals={id: True | False | 'reason'})`."
+                )
             raise ApprovalRequired(
                 f"The run has no output yet: it paused for approval of {names}. Check "
-                "`result.status` first; resume with `agent.run(resume=result.state, "
-                "approvals={id: True | False | 'reason'})`.",
+                f"`result.status` first; {how}",
                 result=self,
             )
         return self._output

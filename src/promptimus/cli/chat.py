@@ -31,7 +31,16 @@ def _read_turn(stdin: TextIO, stdout: TextIO, interactive: bool, style: Style) -
     return line.rstrip("\n") if line else None
 
 
-async def chat(module: Module, stream: bool, stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+async def chat(
+    module: Module,
+    stream: bool,
+    stdin: TextIO,
+    stdout: TextIO,
+    stderr: TextIO,
+    variables: dict[str, str] | None = None,
+) -> int:
+    """Turns from `stdin` until its end or /exit; `variables` fill the prompt's template
+    variables at every turn."""
     style = Style(stdout)
     interactive = stdin.isatty()
     if interactive:
@@ -68,7 +77,7 @@ async def chat(module: Module, stream: bool, stdin: TextIO, stdout: TextIO, stde
             continue
         try:
             with session:
-                await run_once(module, text, stream, as_json=False)
+                await run_once(module, text, stream, as_json=False, variables=variables)
         except (ProviderConfigError, ProviderNotSet):
             raise  # a missing key, provider or model will not fix itself on the next turn
         except PromptimusError as exc:

@@ -12,6 +12,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from .._version import __version__
 from ..errors import PromptimusError
 from .command_error import CommandLineError
 from .hints import command_line_message
@@ -37,12 +38,20 @@ def _module_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--model", metavar="MODEL", help=MODEL_HELP)
     parser.add_argument("--stream", action="store_true", help="print events as they arrive")
+    parser.add_argument(
+        "--var",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="fill the prompt's template variable {NAME} with VALUE (repeat for more)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="promptimus", description="Inspect promptimus checkpoints and run modules."
     )
+    parser.add_argument("--version", action="version", version=f"promptimus {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     show = commands.add_parser("show", help="print a checkpoint's tree, parameters and digest")
     show.add_argument("checkpoint", metavar="CHECKPOINT.toml")
@@ -108,17 +117,19 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return run_serve(args)
     from .prepared_module import prepare
+    from .template_variables import parse_variables
 
+    variables = parse_variables(args.var)
     module = prepare(args.target, args.load, args.model, args.partial)
     if args.command == "run":
         from .run import run_once
 
         request = sys.stdin.read() if args.input == "-" else args.input
-        asyncio.run(run_once(module, request, args.stream, args.json))
+        asyncio.run(run_once(module, request, args.stream, args.json, variables))
         return 0
     from .chat import chat
 
-    return asyncio.run(chat(module, args.stream, sys.stdin, sys.stdout, sys.stderr))
+    return asyncio.run(chat(module, args.stream, sys.stdin, sys.stdout, sys.stderr, variables))
 
 
 def one_line(text: str) -> str:

@@ -10,6 +10,10 @@ a number, a default or the first allowed value where the schema gives one); once
 back, it answers with what the tool returned. It speaks both ways agents offer tools: native tool
 calls (`tools=[...]` in the request) and the ReACT text protocol (`Action:` / `Action Input:`,
 the tools found by name among the module's).
+
+When the request asks for structured output (a `response_format` with a JSON schema, as
+`StructuralOutput` sends it), its answer is a JSON object made from that schema the same way,
+its text fields starting with the marker, so `structural_output=` agents run offline too.
 """
 
 from __future__ import annotations
@@ -30,39 +34,66 @@ _REACT_TOOLS = re.compile(r"Action: <one tool name from (?P<names>[^>\n]*)>")
 _OBSERVATION = "Observation:"
 
 
-def _sample(schema: Mapping[str, Any], said: str) -> Any:
-    """A value that fits `schema`, made up (the model is fake) but of the right kind."""
+def _sample(schema: Mapping[str, Any], said: str, defs: Mapping[str, Any]) -> Any:
+    """A value that fits `schema`, made up (the model is fake) but of the right kind; `defs`
+    are the schemas a `$ref` may name (`#/$defs/Name`)."""
+    reference = schema.get("$ref")
+    if isinstance(reference, str):
+        target = defs.get(reference.rpartition("/")[2])
+        return _sample(target, said, defs) if isinstance(target, Mapping) else None
     if "default" in schema:
         return schema["default"]
+    if "const" in schema:
+        return schema["const"]
     if isinstance(schema.get("enum"), list) and schema["enum"]:
         return schema["enum"][0]
+    for key in ("anyOf", "oneOf", "allOf"):
+        options = schema.get(key)
+        if isinstance(options, list):
+            usable = [o for o in options if isinstance(o, Mapping) and o.get("type") != "null"]
+            if usable:
+                return _sample(usable[0], said, defs)
     kind = schema.get("type")
     if isinstance(kind, list):
         kind = next((k for k in kind if k != "null"), "string")
     if kind == "object":
-        return _arguments(schema, said)
-    samples: dict[str, Any] = {
-        "integer": 1,
-        "number": 1,
-        "boolean": True,
-        "array": [],
-        "null": None,
-    }
+        return _arguments(schema, said, defs)
+    if kind in ("integer", "number"):
+        low = schema.get("minimum", schema.get("exclusiveMinimum"))
+        number = low + 1 if isinstance(low, int | float) and not isinstance(low, bool) else 1
+        return int(number) if kind == "integer" else number
+    samples: dict[str, Any] = {"boolean": True, "array": [], "null": None}
     return samples.get(kind, said[:200]) if isinstance(kind, str) else said[:200]
 
 
-def _arguments(schema: Mapping[str, Any], said: str) -> dict[str, Any]:
+def _arguments(
+    schema: Mapping[str, Any], said: str, defs: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """Arguments for the required parameters of a tool's JSON schema."""
+    if defs is None:
+        found = schema.get("$defs")
+        defs = found if isinstance(found, Mapping) else {}
     properties = schema.get("properties")
     if not isinstance(properties, Mapping):
         return {}
     required = schema.get("required")
     names = required if isinstance(required, list) else []
     return {
-        name: _sample(properties[name], said)
+        name: _sample(properties[name], said, defs)
         for name in names
         if isinstance(name, str) and isinstance(properties.get(name), Mapping)
     }
+
+
+def _output_schema(kwargs: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The JSON schema a request's `response_format` asks the answer to fit, if any: native
+    (`json_schema.schema`) or a JSON object with a schema beside it."""
+    response_format = kwargs.get("response_format")
+    if not isinstance(response_format, Mapping):
+        return None
+    inner = response_format.get("json_schema")
+    schema = inner.get("schema") if isinstance(inner, Mapping) else response_format.get("schema")
+    return schema if isinstance(schema, Mapping) else None
 
 
 def _native_tools(kwargs: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
@@ -134,6 +165,9 @@ class OfflineModel:
             observed = [m.content for m in since_request if _is_observation(m)][-1]
             returned = observed.removeprefix(_OBSERVATION).strip()
             text = f"Thought: the tool answered.\nAnswer: {text} The tool returned: {returned}"
+        output_schema = _output_schema(kwargs)
+        if output_schema is not None and not tool_calls:
+            text = json.dumps(_arguments(output_schema, f"{MARKER} {said}"), ensure_ascii=False)
         return self._reply(history, text, tool_calls)
 
     def _reply(self, history: list[Message], text: str, tool_calls: list[ToolRequest]) -> Message:

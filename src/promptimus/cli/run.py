@@ -20,10 +20,12 @@ from .output_text import output_text
 from .style import Style
 
 
-async def stream_once(module: BaseAgent[Any], request: str, stdout: TextIO) -> None:
+async def stream_once(
+    module: BaseAgent[Any], request: str, stdout: TextIO, variables: dict[str, Any]
+) -> None:
     style = Style(stdout)
     streamed = False
-    async for event in module.stream(request):
+    async for event in module.stream(request, **variables):
         if isinstance(event, TextDelta):
             stdout.write(event.text)
             streamed = True
@@ -39,11 +41,11 @@ async def stream_once(module: BaseAgent[Any], request: str, stdout: TextIO) -> N
     stdout.write("\n")
 
 
-async def record_once(module: Module, request: str) -> dict[str, Any]:
+async def record_once(module: Module, request: str, variables: dict[str, Any]) -> dict[str, Any]:
     if isinstance(module, BaseAgent):
-        return (await module.run(request)).record.to_dict()
+        return (await module.run(request, **variables)).record.to_dict()
     with track_usage() as usage, capture_records() as runs:
-        output = await module(request)
+        output = await module(request, **variables)
     return {
         "output": to_jsonable_python(output, fallback=str),
         "usage": dataclasses.asdict(usage.total),
@@ -51,14 +53,22 @@ async def record_once(module: Module, request: str) -> dict[str, Any]:
     }
 
 
-async def run_once(module: Module, request: str, stream: bool, as_json: bool) -> None:
+async def run_once(
+    module: Module,
+    request: str,
+    stream: bool,
+    as_json: bool,
+    variables: dict[str, Any] | None = None,
+) -> None:
+    """One call of `module` on `request`; `variables` fill its prompt's template variables."""
+    variables = variables or {}
     stdout = sys.stdout
     if stream and as_json:
         raise CommandLineError("--stream and --json cannot be combined; pick one.")
     if as_json:
-        stdout.write(json.dumps(await record_once(module, request), indent=2) + "\n")
+        stdout.write(json.dumps(await record_once(module, request, variables), indent=2) + "\n")
     elif stream and isinstance(module, BaseAgent):
-        await stream_once(module, request, stdout)
+        await stream_once(module, request, stdout, variables)
     else:
         if stream:
             sys.stderr.write(
@@ -66,11 +76,11 @@ async def run_once(module: Module, request: str, stream: bool, as_json: bool) ->
                 "printing the result when it is done.\n"
             )
         if isinstance(module, BaseAgent):
-            result = await module.run(request)
+            result = await module.run(request, **variables)
             stdout.write(output_text(result.output) + "\n")  # a paused run raises here
             summarize(result.summary())
         else:
-            stdout.write(output_text(await module(request)) + "\n")
+            stdout.write(output_text(await module(request, **variables)) + "\n")
 
 
 def summarize(line: str) -> None:

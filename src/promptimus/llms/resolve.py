@@ -80,6 +80,18 @@ def _build(provider: str, model: str, env: Mapping[str, str], spec: str) -> LLMP
     )
 
 
+def _slash_hint(spec: str) -> str:
+    """For `openai/gpt-4o-mini` (the provider/model spelling of LiteLLM and OpenRouter): the
+    spec it most likely means, first in the message."""
+    provider, slash, model = spec.partition("/")
+    if not slash or not provider or not model:
+        return ""
+    return (
+        f"Did you mean {provider + ':' + model!r}? promptimus separates the provider with a "
+        f"colon (a model name may hold a slash itself: 'openrouter:{spec}'). "
+    )
+
+
 def _gemini(model: str, env: Mapping[str, str]) -> LLMProtocol:
     """``gemini:<model>``: the key from GEMINI_API_KEY or GOOGLE_API_KEY (a missing one is
     named here, before any request), the API root from GEMINI_BASE_URL."""
@@ -139,6 +151,7 @@ def resolve(spec: str | LLMProtocol, *, env: Mapping[str, str] | None = None) ->
     provider, sep, model = current.partition(":")
     if not sep:
         raise ModelResolutionError(
+            f"{_slash_hint(current)}"
             f'Model spec {current!r}{via} is neither "provider:model" (e.g. '
             f'"openai:gpt-4o-mini", "ollama:llama3.2:3b") nor a known alias. Define an alias '
             f"with {ALIAS_PREFIX}{_env_name(current) or 'NAME'}=provider:model. "

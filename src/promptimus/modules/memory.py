@@ -7,6 +7,7 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, Self
 
+from ..argument_checks import non_negative_int
 from ..core import Module, current_session
 from ..dto import History, Message, MessageRole
 from ..errors import EmptyMemory, InvalidArgument
@@ -29,9 +30,7 @@ class Memory:
     evicts the tool results that answered it."""
 
     def __init__(self, size: int = 10) -> None:
-        if size < 0:
-            raise InvalidArgument(f"Memory size must be >= 0, got {size}.")
-        self._size = size
+        self._size = non_negative_int(size, "Memory size (how many messages it keeps)")
         self.data: deque[Message] = deque()
 
     @property
@@ -40,9 +39,7 @@ class Memory:
 
     @size.setter
     def size(self, size: int) -> None:
-        if size < 0:
-            raise InvalidArgument(f"Memory size must be >= 0, got {size}.")
-        self._size = size
+        self._size = non_negative_int(size, "Memory size (how many messages it keeps)")
         self.data = _bounded(self.data, size)
 
     def add_message(self, message: Message) -> Self:
@@ -202,10 +199,17 @@ class MemoryModule(Module):
         new_message_role: MessageRole | str = MessageRole.USER,
     ) -> None:
         super().__init__()
-        self.new_message_role = MessageRole(new_message_role)
+        size = non_negative_int(memory_size, "MemoryModule memory_size (messages it keeps)")
+        try:
+            self.new_message_role = MessageRole(new_message_role)
+        except ValueError:
+            roles = ", ".join(repr(r.value) for r in MessageRole)
+            raise InvalidArgument(
+                f"MemoryModule new_message_role must be one of {roles}, got {new_message_role!r}."
+            ) from None
         # a Prompt; an agent with a callable prompt puts a DynamicPrompt here
         self.prompt: BasePrompt = Prompt(system_prompt)
-        self._memory = shared_memory if shared_memory is not None else Memory(memory_size)
+        self._memory = shared_memory if shared_memory is not None else Memory(size)
 
     @property
     def memory(self) -> Memory:

@@ -45,8 +45,19 @@ class DynamicPrompt(BasePrompt):
         super().__init__()
         if not callable(fn):
             raise InvalidArgument(f"DynamicPrompt needs a callable, got {type(fn).__name__}.")
+        if suffix is not None and not isinstance(suffix, str):
+            raise InvalidArgument(
+                f"DynamicPrompt suffix must be a str (a template) or None, got "
+                f"{type(suffix).__name__} {suffix!r:.60}."
+            )
+        try:
+            self._role = MessageRole(role)
+        except ValueError:
+            roles = ", ".join(repr(r.value) for r in MessageRole)
+            raise InvalidArgument(
+                f"DynamicPrompt role must be one of {roles}, got {role!r}."
+            ) from None
         self._fn = fn
-        self._role = MessageRole(role)
         if suffix is not None:
             self.suffix = Parameter(suffix)
 

@@ -36,6 +36,12 @@ class Prompt(BasePrompt):
         demos: list[list[str]] | None = None,
     ):
         super().__init__()
+        if prompt is not None and not isinstance(prompt, str):
+            raise InvalidArgument(
+                f"Prompt text must be a str (a template: {{name}} fills in a variable) or None "
+                f"(set later, e.g. by loading a checkpoint), got {type(prompt).__name__} "
+                f"{prompt!r:.60}."
+            )
         self.prompt = Parameter(prompt)
         try:
             # the role is configuration, not text to train: optimizers leave it alone

@@ -165,12 +165,12 @@ class CompositeTool(SchemaChecked, Tool):
                 error = f"Unknown tool {call.name!r}; available: {available}."
                 results.append({"name": call.name, "error": error})
                 continue
-            try:
-                result = await tool.run(call.args, ctx)
+            try:  # a result with no JSON form is that call's failure, like an exception
+                result = tool_result_to_jsonable(await tool.run(call.args, ctx))
             except (ToolArgumentsError, ToolExecutionError) as exc:
                 results.append({"name": call.name, "error": str(exc)})
             else:
-                results.append({"name": call.name, "result": tool_result_to_jsonable(result)})
+                results.append({"name": call.name, "result": result})
         return {"results": results}
 
     @property

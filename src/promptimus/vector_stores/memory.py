@@ -27,6 +27,7 @@ from promptimus.embedders.hashing import tokenize
 from promptimus.errors import (
     InvalidArgument,
     InvalidEmbedding,
+    OptionalDependencyMissing,
     TextSearchUnsupported,
     VectorStoreError,
 )
@@ -50,6 +51,18 @@ Space = Literal["cosine", "l2", "ip"]
 _SPACES = ("cosine", "l2", "ip")
 _FORMAT = "promptimus.InMemoryVectorStore"
 _VERSION = 1
+
+
+def _require_numpy() -> None:
+    """Import numpy where the first vector needs it; its absence is named with the extra that
+    installs it (text-only use needs no numpy)."""
+    try:
+        import numpy  # noqa: F401
+    except ImportError as exc:
+        raise OptionalDependencyMissing(
+            "InMemoryVectorStore keeps its vectors in numpy, which is not installed: "
+            "pip install 'promptimus[numpy]' (storing text only, for text_search, needs no numpy)."
+        ) from exc
 
 
 class _BM25:
@@ -243,6 +256,7 @@ class InMemoryVectorStore:
         self, embedding: list[float], n_results: int = 10, where: Where | None = None
     ) -> list[SearchHit]:
         predicate = check_query(embedding, n_results, where, self._dim)
+        _require_numpy()
         import numpy as np
 
         with self._lock:
@@ -318,6 +332,7 @@ class InMemoryVectorStore:
     def _matching_rows(self, predicate: Predicate | None, size: int) -> np.ndarray | None:
         if predicate is None:
             return None
+        _require_numpy()
         import numpy as np
 
         metadatas = self._metadatas
@@ -337,6 +352,7 @@ class InMemoryVectorStore:
         if n == 0:
             return None
         clean_metadatas = [_clean_metadata(m) for m in metadatas] if metadatas else [{}] * n
+        _require_numpy()
         import numpy as np
 
         vectors = np.asarray(embeddings, dtype=np.float32)
@@ -383,6 +399,7 @@ class InMemoryVectorStore:
             return self._changed()
 
     def _reserve(self, size: int) -> None:
+        _require_numpy()
         import numpy as np
 
         assert self._dim is not None
@@ -518,6 +535,7 @@ class InMemoryVectorStore:
         return store
 
     def _serialize(self) -> bytes:
+        _require_numpy()
         import numpy as np
 
         size = len(self._ids)
@@ -563,6 +581,7 @@ class InMemoryVectorStore:
             self._saved_version = version
 
     def _restore(self, path: Path) -> None:
+        _require_numpy()
         import numpy as np
 
         try:
@@ -654,6 +673,7 @@ def _clean_metadata(metadata: Metadata | None) -> Metadata:
 
 def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Indexes of the ``k`` highest scores, best first (ties broken by position)."""
+    _require_numpy()
     import numpy as np
 
     size = scores.shape[0]
