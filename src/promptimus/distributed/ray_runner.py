@@ -387,7 +387,11 @@ class RayRunner:
                 "the worker processes fail as they start: see raylet.err in the nodes' Ray logs."
             ) from None
         finally:
-            calls.cancel()
+            if not calls.done():
+                # a cancelled gather ends holding a CancelledError as its exception: read it
+                # when it lands, or asyncio logs "exception was never retrieved" beside the error
+                calls.add_done_callback(_read_outcome)
+                calls.cancel()
         self._check_installed(slots, calls.result())
 
     def _check_installed(self, slots: list[_Slot], failures: list[Any]) -> None:
@@ -557,3 +561,8 @@ class RayRunner:
         workers = "cluster CPUs" if self.num_workers is None else self.num_workers
         where = f", address={self.address!r}" if self.address else ""
         return f"RayRunner(num_workers={workers}{where}, running={len(self._slots)})"
+
+
+def _read_outcome(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled():
+        future.exception()
