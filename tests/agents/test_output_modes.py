@@ -459,3 +459,22 @@ async def test_streamed_pauses_show_no_answer_tool_call(srv: FakeOpenAIServer) -
     events = [event async for event in agent.stream("Book Paris.")]
     assert [e.name for e in events if isinstance(e, ToolCallEvent)] == ["book"]
     assert isinstance(events[-1], NeedsApproval)
+
+
+async def test_an_answer_a_guardrail_sends_back_leaves_no_call_unanswered(
+    srv: FakeOpenAIServer,
+) -> None:
+    from promptimus.guardrails import OutputGuardrail
+
+    srv.chat.script(
+        Reply(tool_calls=[ToolCall("final_result", {**PARIS, "summary": "idiot"}, id="c1")]),
+        Reply(tool_calls=[ToolCall("final_result", PARIS, id="c2")]),
+    )
+    polite = OutputGuardrail(lambda text: "idiot" not in text, retry=1, name="polite")
+    agent = agent_on(make_llm(srv), guardrails=[polite])
+
+    assert await agent("Paris?") == Weather(**PARIS)
+    sent = srv.chat.requests[1]["messages"]
+    assert not any(m.get("tool_calls") for m in sent)  # the blocked answer kept as its JSON
+    assert json.loads(sent[-2]["content"])["summary"] == "idiot"
+    assert sent[-1]["role"] == "user" and "polite" in sent[-1]["content"]
