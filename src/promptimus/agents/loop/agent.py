@@ -12,7 +12,7 @@ from ...dto import Message
 from ...dto.run_record import ToolCallRecord
 from ...errors import RequestRejected
 from ...modules.memory import MemoryModule
-from ...modules.partial_output import PartialReader
+from ...modules.partial_output_stream import StreamedAnswer
 from ...tools.run_context import HandoffView
 from ...tools.tool import Tool
 from ..live_tools import LiveTools
@@ -87,9 +87,10 @@ class LoopAgent(Module):
         """Messages sent after the system prompt and before the conversation (not remembered)."""
         return []
 
-    def _partial_reader(self) -> PartialReader | None:
+    def _partial_reader(self, state: LoopState | None = None) -> StreamedAnswer | None:
         """What reads a streamed answer into partial objects (`PartialOutput` events) when
-        the agent's output is structured; None otherwise."""
+        the agent's output is structured (`state`: the run's, for the mode it asks in); None
+        otherwise."""
         return None
 
     def _handoff_view(self) -> HandoffView | None:

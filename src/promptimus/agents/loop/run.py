@@ -15,7 +15,7 @@ from ...dto import Message, MessageDelta, Usage
 from ...dto.run_record import RunRecord, StepRecord
 from ...errors import MaxIterExceeded, RequestRejected
 from ...modules.memory import as_messages
-from ...modules.partial_output import PartialReader
+from ...modules.partial_output_stream import StreamedAnswer
 from ...observe.provider_calls import report_event
 from ..events import (
     FinalResult,
@@ -119,7 +119,7 @@ class _Deltas:
 
     __slots__ = ("count", "emit", "reader", "step")
 
-    def __init__(self, emit: Emit, step: int, reader: PartialReader | None) -> None:
+    def __init__(self, emit: Emit, step: int, reader: StreamedAnswer | None) -> None:
         self.emit, self.step, self.count, self.reader = emit, step, 0, reader
 
     def __call__(self, delta: MessageDelta) -> None:
@@ -128,10 +128,10 @@ class _Deltas:
             self.emit(ReasoningDelta(delta.reasoning, self.step))
         if delta.content:
             self.emit(TextDelta(delta.content, self.step))
-            if self.reader is not None:
-                snapshot = self.reader.add(delta.content)
-                if snapshot is not None:
-                    self.emit(PartialOutput(snapshot, self.step))
+        if self.reader is not None:
+            snapshot = self.reader.read(delta)
+            if snapshot is not None:
+                self.emit(PartialOutput(snapshot, self.step))
 
 
 async def _call_model(run: ActiveRun, request: ModelRequest) -> Message | None:
@@ -141,7 +141,7 @@ async def _call_model(run: ActiveRun, request: ModelRequest) -> Message | None:
     deltas = (
         None
         if run.emit is None
-        else _Deltas(run.emit, len(run.record.steps), agent._partial_reader())
+        else _Deltas(run.emit, len(run.record.steps), agent._partial_reader(state))
     )
     try:
         reply = await agent.executor.call_model(run.prompt, request, deltas)
@@ -173,6 +173,7 @@ async def _settle(
         if guards is not None and guards.output:
             screened = await screen_output(run, guards.output, index, decision)
             if isinstance(screened, Retry):
+                screened.reply = decision.message  # the answer as the conversation keeps it
                 _retry(run, step, screened)
                 return None
             decision = screened
@@ -204,7 +205,8 @@ def _retry(run: ActiveRun, step: StepRecord, decision: Retry) -> None:
     )
     if not decision.counts_as_step:
         run.steps -= 1
-    run.conversation = [*run.conversation, step.reply, decision.feedback]
+    reply = step.reply if decision.reply is None else decision.reply
+    run.conversation = [*run.conversation, reply, *decision.answers, decision.feedback]
     run.step_end(step)
 
 
@@ -214,8 +216,8 @@ async def _act(
     """Run the reply's tool calls and carry their results to the next step, or pause before
     those that wait for approval."""
     agent, index, calls = run.agent, step.index, decision.calls
-    run.conversation = [*run.conversation, decision.message]
-    run.keep.append(decision.message)
+    run.conversation = [*run.conversation, decision.message, *decision.answered]
+    run.keep.extend([decision.message, *decision.answered])
     if run.emit is not None:
         for call in calls:
             server = server_of(agent, call.name)
