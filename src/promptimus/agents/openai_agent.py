@@ -31,6 +31,7 @@ from ..dto import Message, MessageRole
 from ..dto.run_record import ToolCallRecord
 from ..errors import FailedToParseOutput, RequestRejected
 from ..guardrails.guardrail import Guardrail
+from ..modules.compaction import Compactor
 from ..modules.memory import Memory
 from ..modules.partial_output import PartialReader
 from ..modules.structural import StructuralOutput
@@ -70,6 +71,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         max_tool_concurrency: int | None = DEFAULT_MAX_TOOL_CONCURRENCY,
         max_tool_calls_per_step: int | None = None,
         guardrails: Iterable[Guardrail] | None = None,
+        compactor: Compactor | None = None,
     ) -> None:
         super().__init__(
             tools,
@@ -82,6 +84,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
             max_tool_concurrency=max_tool_concurrency,
             max_tool_calls_per_step=max_tool_calls_per_step,
             guardrails=guardrails,
+            compactor=compactor,
         )
         # A model class (the original's form) keeps its StructuralOutput private, so the tree has
         # the original's checkpoint keys; a StructuralOutput instance is registered (and tuned).

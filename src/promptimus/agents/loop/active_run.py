@@ -42,6 +42,12 @@ class ActiveRun:
     steps: int = 0
     guard_retries: dict[int, int] = field(default_factory=dict)
     """How many times each output guardrail (by id) sent an answer back in this run."""
+    history_size: int = 0
+    """How many messages at the start of `conversation` came from the memory (the history the
+    run started from, as compaction left it); the run's own messages follow them."""
+    compacted_from: list[Message] | None = None
+    """The history the run started from, once compaction changed it (the memory gets the
+    compacted history in its place when the run succeeds)."""
 
     @classmethod
     def of(
