@@ -54,8 +54,8 @@ class Compactor(Module):
     call and its results, and thinking and the tool use it led to, are kept or removed
     together. Give it to an agent or a `MemoryModule` as ``compactor=``.
 
-    `native=True` asks a provider that compacts on its own server to do it instead (see the
-    "Long conversations" guide); where the provider has none, the steps run.
+    `native=True` (a provider compacting on its own server) is reserved: it is refused until
+    it is built, so no conversation silently goes uncompacted.
     """
 
     def __init__(
@@ -84,6 +84,12 @@ class Compactor(Module):
         self.keep_last = positive_int(keep_last, "keep_last")
         if not isinstance(native, bool):
             raise InvalidArgument(f"Compactor native must be True or False, got {native!r}.")
+        if native:
+            raise InvalidArgument(
+                "Compactor(native=True): compaction by the provider's own server (Anthropic "
+                "context editing, the Responses API's context_management) is not available yet; "
+                "leave native=False and the steps compact the conversation on every provider."
+            )
         self.native = native
         self.context_window = (
             None if context_window is None else positive_int(context_window, "context_window")
