@@ -253,8 +253,9 @@ class MemoryModule(Module):
         sent = memory.preview(new)
         old = sent[: len(sent) - len(new)]
         compacted: list[Message] | None = None
-        if self.compactor is not None:
-            done = await self.compactor.compact(sent, llm=self.prompt.llm, frozen_from=len(old))
+        compactor = self.compactor
+        if compactor is not None and compactor.needed(sent, self.prompt.llm):
+            done = await compactor(sent, self.prompt.llm, len(old))
             if done is not None:
                 sent = done.messages
                 compacted = sent[: len(sent) - len(new)]

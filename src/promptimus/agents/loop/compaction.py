@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from ...dto.run_record import CompactionRecord
 from ...modules.memory import replace_history
-from ...observe.provider_calls import report_event
 from ..events import CompactionEvent
 from .active_run import ActiveRun
 
@@ -25,7 +24,9 @@ async def compact_conversation(run: ActiveRun) -> None:
     compactor = run.agent.predictor.compactor
     if compactor is None or run.history_size == 0:
         return
-    done = await compactor.compact(run.conversation, llm=run.llm, frozen_from=run.history_size)
+    if not compactor.needed(run.conversation, run.llm):
+        return
+    done = await compactor(run.conversation, run.llm, run.history_size)  # a span of its own
     if done is None:
         return
     if run.compacted_from is None:
@@ -35,17 +36,6 @@ async def compact_conversation(run: ActiveRun) -> None:
     step = len(run.record.steps)
     run.record.compactions.append(
         CompactionRecord(step, done.tokens_before, done.tokens_after, done.steps, done.usage)
-    )
-    report_event(
-        run.agent,
-        "compaction",
-        {
-            "step": step,
-            "tokens_before": done.tokens_before,
-            "tokens_after": done.tokens_after,
-            "steps": ",".join(done.steps),
-            "summary_tokens": done.usage.total_tokens,
-        },
     )
     if run.emit is not None:
         run.emit(

@@ -13,6 +13,7 @@ from ...argument_checks import positive_int
 from ...core import Module
 from ...dto import Message, Usage
 from ...errors import InvalidArgument, UnknownContextWindow
+from ...observe.provider_calls import report_event
 from .clear_thinking import ClearThinking
 from .clear_tool_results import ClearToolResults
 from .context_windows import known_context_window
@@ -174,11 +175,30 @@ class Compactor(Module):
             return None
         return Compaction(current, replaced, boundary, tokens_before, tokens, tuple(ran), usage)
 
+    def needed(self, messages: Sequence[Message], llm: Any = None) -> bool:
+        """Whether `messages` are over the trigger (a cheap check, no model call)."""
+        return self.is_over(messages, conversation_tokens(messages), llm)
+
     async def forward(
         self, messages: Sequence[Message], llm: Any = None, frozen_from: int | None = None
     ) -> Compaction | None:
-        """The same as `compact`: `await compactor(messages)`."""
-        return await self.compact(messages, llm=llm, frozen_from=frozen_from)
+        """`compact`, as a call of this module: ``await compactor(messages)`` is a span in
+        traces (the summary's model call inside it), and a compaction that ran is reported to
+        the observers as a "compaction" event on it (tokens before and after, the steps, the
+        summary's tokens)."""
+        done = await self.compact(messages, llm=llm, frozen_from=frozen_from)
+        if done is not None:
+            report_event(
+                self,
+                "compaction",
+                {
+                    "tokens_before": done.tokens_before,
+                    "tokens_after": done.tokens_after,
+                    "steps": ",".join(done.steps),
+                    "summary_tokens": done.usage.total_tokens,
+                },
+            )
+        return done
 
     def extra_repr(self) -> str:
         parts = [
