@@ -859,5 +859,22 @@ class WorkersFailedToStart(WorkerSetupFailed):
     message quotes the error of one of them."""
 
 
+# --- compaction ---------------------------------------------------------------------------------
+
+
+class CompactionError(PromptimusError):
+    """A conversation could not be compacted as asked."""
+
+
+class SummaryFailed(CompactionError):
+    """`Summarize` got no usable summary: the reply was empty, cut off at its token limit, or a
+    tool call. Nothing was replaced: the conversation is as it was."""
+
+
+class UnknownContextWindow(CompactionError, InvalidArgument):
+    """`Compactor(trigger_fraction=...)` needs the model's context window, and the model is not
+    in the table of known ones (`promptimus.modules.compaction.CONTEXT_WINDOWS`)."""
+
+
 # Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.
 __getattr__ = compat_names(__name__)

@@ -179,3 +179,29 @@ def test_auth_context_window_and_openai_replies() -> None:
             model="m", max_tokens=5, messages=[{"role": "user", "content": "x"}]
         )
         assert [block.type for block in message.content] == ["thinking", "text"]
+
+
+def test_a_tool_use_without_its_result_in_the_next_message_is_refused(
+    srv: FakeAnthropicServer,
+) -> None:
+    use = {"type": "tool_use", "id": "toolu_1", "name": "add", "input": {}}
+    with pytest.raises(anthropic.BadRequestError, match="without `tool_result` blocks"):
+        client(srv).messages.create(
+            model="claude-test",
+            max_tokens=10,
+            messages=[
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": [use]},
+                {"role": "user", "content": "and?"},
+            ],
+        )
+    result = {"type": "tool_result", "tool_use_id": "toolu_1", "content": "3"}
+    client(srv).messages.create(
+        model="claude-test",
+        max_tokens=10,
+        messages=[
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": [use]},
+            {"role": "user", "content": [result]},
+        ],
+    )

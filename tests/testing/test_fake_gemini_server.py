@@ -187,3 +187,21 @@ def test_a_prompt_over_the_window_is_refused_in_geminis_words() -> None:
         with pytest.raises(errors.ClientError, match="exceeds the maximum number of tokens"):
             client(server).models.generate_content(model="m", contents="one two three")
         assert len(server.generate.requests) == 1
+
+
+def test_a_function_response_not_after_its_call_is_refused(srv: FakeGeminiServer) -> None:
+    response = types.Part.from_function_response(name="add", response={"result": 3})
+    orphan = [
+        types.Content(role="user", parts=[types.Part.from_text(text="hi")]),
+        types.Content(role="user", parts=[response]),
+    ]
+    with pytest.raises(errors.ClientError, match="immediately after a function call"):
+        client(srv).models.generate_content(model="gemini-3-pro", contents=orphan)
+    call = types.Part.from_function_call(name="add", args={})
+    unanswered = [
+        types.Content(role="user", parts=[types.Part.from_text(text="hi")]),
+        types.Content(role="model", parts=[call, call]),
+        types.Content(role="user", parts=[response]),
+    ]
+    with pytest.raises(errors.ClientError, match="number of function response parts"):
+        client(srv).models.generate_content(model="gemini-3-pro", contents=unanswered)

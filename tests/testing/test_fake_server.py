@@ -492,3 +492,51 @@ def test_hashed_embedding_is_normalised_and_lexical() -> None:
 def test_tokenize_is_unicode_and_case_folded() -> None:
     assert tokenize("Straße, CAFÉ-au_lait 42!") == ["strasse", "café", "au_lait", "42"]
     assert tokenize("   ") == []
+
+
+# --- tool calls and their results travel together -------------------------------------------
+
+
+_CALL = {"id": "call_1", "type": "function", "function": {"name": "add", "arguments": "{}"}}
+
+
+@pytest.mark.parametrize(
+    ("messages", "says"),
+    [
+        (
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "tool", "tool_call_id": "call_1", "content": "3"},
+            ],
+            "must be a response to a preceeding message with 'tool_calls'",
+        ),
+        (
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "tool_calls": [_CALL]},
+                {"role": "user", "content": "and?"},
+            ],
+            "did not have response messages: call_1",
+        ),
+        (
+            [
+                {"role": "assistant", "tool_calls": [_CALL]},
+                {"role": "tool", "tool_call_id": "call_2", "content": "3"},
+            ],
+            "must be a response to a preceeding message",
+        ),
+    ],
+)
+def test_a_tool_result_without_its_call_or_a_call_without_result_is_refused(
+    srv: FakeOpenAIServer, messages: list[dict[str, Any]], says: str
+) -> None:
+    sdk = openai.OpenAI(base_url=srv.base_url, api_key=srv.api_key, max_retries=0)
+    with pytest.raises(openai.BadRequestError, match=says):
+        sdk.chat.completions.create(model="fake-model", messages=messages)  # type: ignore[arg-type]
+    paired = [
+        {"role": "assistant", "tool_calls": [_CALL]},
+        {"role": "tool", "tool_call_id": "call_1", "content": "3"},
+    ]
+    sdk.chat.completions.create(model="fake-model", messages=paired)  # type: ignore[arg-type]
+    srv.reject_orphans = False
+    sdk.chat.completions.create(model="fake-model", messages=messages)  # type: ignore[arg-type]

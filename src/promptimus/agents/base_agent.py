@@ -38,6 +38,7 @@ from ..dto.run_record import RunRecord, ToolCallRecord
 from ..errors import ApprovalRequired, InvalidAgentRequest, InvalidArgument, SubAgentPaused
 from ..guardrails.guardrail import Guardrail
 from ..guardrails.screen import checked_guardrails
+from ..modules.compaction import Compactor
 from ..modules.memory import Memory, MemoryModule
 from ..prompts.dynamic_prompt import DynamicPrompt
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, check_timeout, tool_items, toolset
@@ -105,6 +106,10 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
     `guardrails` (input, output and tool guardrails, see `promptimus.guardrails`) check the
     request, the final answer and each tool call; they are submodules (`agent.guardrails`).
 
+    `compactor` (a `promptimus.modules.Compactor`) keeps a long conversation under its trigger:
+    before each step's request it compacts the history the run started from (see
+    `promptimus.agents.loop.compaction`); it lives in the predictor (`predictor.compactor`).
+
     A kind of agent implements `_interpret` and `_observations` and may override the other
     hooks of `LoopAgent` (`promptimus.agents.loop.agent`).
     """
@@ -122,6 +127,7 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
         max_tool_concurrency: int | None = DEFAULT_MAX_TOOL_CONCURRENCY,
         max_tool_calls_per_step: int | None = None,
         guardrails: Iterable[Guardrail] | None = None,
+        compactor: Compactor | None = None,
     ) -> None:
         super().__init__()
         # a step limit that NaN, inf or a string slips past bounds nothing: a paid loop
@@ -139,10 +145,12 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
         self._step_hooks: dict[int, StepHook] = {}
         self._step_hook_warned: set[tuple[int, str]] = set()
         if callable(prompt):
-            self.predictor = MemoryModule(memory_size, shared_memory)
+            self.predictor = MemoryModule(memory_size, shared_memory, compactor=compactor)
             self.predictor.prompt = DynamicPrompt(prompt, suffix=dynamic_suffix)
         else:
-            self.predictor = MemoryModule(memory_size, shared_memory, system_prompt=prompt)
+            self.predictor = MemoryModule(
+                memory_size, shared_memory, system_prompt=prompt, compactor=compactor
+            )
         guards = checked_guardrails(guardrails)
         if guards:  # registered only when given: agents without them keep their checkpoint keys
             self.guardrails = ModuleList(guards)

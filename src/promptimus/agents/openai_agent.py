@@ -47,6 +47,7 @@ from ..modules.answer_tool import (
     check_output_mode,
     not_taken_text,
 )
+from ..modules.compaction import Compactor
 from ..modules.memory import Memory
 from ..modules.partial_output_stream import StreamedAnswer
 from ..modules.structural import StructuralOutput
@@ -87,6 +88,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         max_tool_calls_per_step: int | None = None,
         guardrails: Iterable[Guardrail] | None = None,
         output_mode: OutputMode | None = None,
+        compactor: Compactor | None = None,
     ) -> None:
         mode = check_output_mode(output_mode)
         if mode is not None and structural_output is None:
@@ -105,6 +107,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
             max_tool_concurrency=max_tool_concurrency,
             max_tool_calls_per_step=max_tool_calls_per_step,
             guardrails=guardrails,
+            compactor=compactor,
         )
         # A model class (the original's form) keeps its StructuralOutput private, so the tree has
         # the original's checkpoint keys; a StructuralOutput instance is registered (and tuned).

@@ -18,6 +18,7 @@ from ..dto import Message, MessageRole
 from ..dto.run_record import ToolCallRecord
 from ..errors import InvalidArgument, ReactParseError
 from ..guardrails.guardrail import Guardrail
+from ..modules.compaction import Compactor
 from ..modules.memory import Memory
 from ..prompts.template import template_fields
 from ..tools.run_context import HandoffView
@@ -88,6 +89,7 @@ class ToolCallingAgent(BaseAgent[Message]):
         max_tool_concurrency: int | None = DEFAULT_MAX_TOOL_CONCURRENCY,
         max_tool_calls_per_step: int | None = None,
         guardrails: Iterable[Guardrail] | None = None,
+        compactor: Compactor | None = None,
     ) -> None:
         if prompt is None:
             prompt = DEFAULT_PROMPT
@@ -105,6 +107,7 @@ class ToolCallingAgent(BaseAgent[Message]):
             max_tool_concurrency=max_tool_concurrency,
             max_tool_calls_per_step=max_tool_calls_per_step,
             guardrails=guardrails,
+            compactor=compactor,
         )
         self.observation_role = _observation_role(observation_role)
 

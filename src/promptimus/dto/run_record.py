@@ -19,7 +19,7 @@ from .image import ImageContent
 from .message import Message
 from .usage import Usage
 
-__all__ = ["GuardrailRecord", "RunRecord", "StepRecord", "ToolCallRecord"]
+__all__ = ["CompactionRecord", "GuardrailRecord", "RunRecord", "StepRecord", "ToolCallRecord"]
 
 
 @dataclass(slots=True)
@@ -161,12 +161,46 @@ class GuardrailRecord:
 
 
 @dataclass(slots=True)
+class CompactionRecord:
+    """One compaction of a run's conversation, before step `step`'s request: its estimated size
+    in tokens before and after, the compaction `steps` that ran ("clear_tool_results",
+    "clear_thinking", "summarize", "native") and what they cost (`usage`: a summary's call)."""
+
+    step: int
+    tokens_before: int
+    tokens_after: int
+    steps: tuple[str, ...]
+    usage: Usage = field(default_factory=Usage)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "step": self.step,
+            "tokens_before": self.tokens_before,
+            "tokens_after": self.tokens_after,
+            "steps": list(self.steps),
+            "usage": self.usage.model_dump(mode="json"),
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CompactionRecord:
+        return cls(
+            data["step"],
+            data["tokens_before"],
+            data["tokens_after"],
+            tuple(data.get("steps", ())),
+            Usage.model_validate(data.get("usage", {})),
+        )
+
+
+@dataclass(slots=True)
 class RunRecord:
-    """A whole run: its steps in order, its final `output`, and what its guardrails decided."""
+    """A whole run: its steps in order, its final `output`, what its guardrails decided, and
+    the compactions of its conversation (their cost is part of `usage`)."""
 
     steps: list[StepRecord] = field(default_factory=list)
     output: Any = None
     guardrails: list[GuardrailRecord] = field(default_factory=list)
+    compactions: list[CompactionRecord] = field(default_factory=list)
 
     @property
     def usage(self) -> Usage:
@@ -174,6 +208,8 @@ class RunRecord:
         return Usage.total(self._usages())
 
     def _usages(self) -> Iterator[Usage]:
+        for compaction in self.compactions:
+            yield compaction.usage
         for step in self.steps:
             yield step.usage
             for call in step.tool_calls:
@@ -199,6 +235,11 @@ class RunRecord:
                 if self.guardrails
                 else {}
             ),
+            **(
+                {"compactions": [entry.to_dict() for entry in self.compactions]}
+                if self.compactions
+                else {}
+            ),
         }
 
     # --- display: a short summary; `steps` and `to_dict()` hold everything ------------------
@@ -210,6 +251,8 @@ class RunRecord:
         text = f"{plural(len(self.steps), 'step')}, {plural(len(calls), 'tool call')}"
         if failed:
             text += f" ({failed} failed)"
+        if self.compactions:
+            text += f", {plural(len(self.compactions), 'compaction')}"
         return f"{text}, {self.usage}"
 
     def __repr__(self) -> str:
@@ -246,6 +289,7 @@ class RunRecord:
             [StepRecord.from_dict(step) for step in data.get("steps", [])],
             data.get("output"),
             [GuardrailRecord.from_dict(entry) for entry in data.get("guardrails", [])],
+            [CompactionRecord.from_dict(entry) for entry in data.get("compactions", [])],
         )
 
 

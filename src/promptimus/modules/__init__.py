@@ -23,6 +23,11 @@ _LAZY: dict[str, str] = {
     "RAGModule": "rag",
     "document_id": "retrieval",
     "LLMReranker": "llm_reranker",
+    "Compactor": "compaction",
+    "ClearToolResults": "compaction",
+    "ClearThinking": "compaction",
+    "Summarize": "compaction",
+    "CompactionStep": "compaction",
     # re-exported from promptimus.rerankers and promptimus.protocols
     "RRFReranker": "promptimus.rerankers.rrf",
     "RerankerProtocol": "promptimus.protocols",
@@ -46,6 +51,11 @@ if TYPE_CHECKING:
     from ..tools.tool import handoff_messages as handoff_messages
     from ..tools.tool import tool_result_to_text as tool_result_to_text
     from ..tools.tool import toolset as toolset
+    from .compaction import ClearThinking as ClearThinking
+    from .compaction import ClearToolResults as ClearToolResults
+    from .compaction import CompactionStep as CompactionStep
+    from .compaction import Compactor as Compactor
+    from .compaction import Summarize as Summarize
     from .llm_reranker import LLMReranker as LLMReranker
     from .memory import Memory as Memory
     from .memory import MemoryModule as MemoryModule

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from ..argument_checks import non_negative_int
 from ..core import Module, current_session
@@ -13,6 +13,9 @@ from ..dto import History, Message, MessageRole
 from ..errors import EmptyMemory, InvalidArgument
 from ..prompts.base_prompt import BasePrompt
 from ..prompts.prompt import Prompt
+
+if TYPE_CHECKING:
+    from .compaction import Compactor
 
 
 def _bounded(messages: Iterable[Message], size: int) -> deque[Message]:
@@ -172,6 +175,19 @@ class RecordedMemory(Memory):
         super().reset()
 
 
+def replace_history(memory: Memory, old: list[Message], new: list[Message]) -> bool:
+    """Put `new` (a compacted history) in place of `old` at the end of `memory`, as one reset
+    and one append (a stored conversation writes them as one turn). False, and nothing changed,
+    when `memory` no longer ends with `old` (a concurrent turn added to it meanwhile)."""
+    data = list(memory.data)
+    if len(data) < len(old) or data[len(data) - len(old) :] != old:
+        return False
+    kept = data[: len(data) - len(old)]
+    memory.reset()
+    memory.extend([*kept, *new])
+    return True
+
+
 def as_messages(history: list[Message] | Message | str, role: MessageRole | str) -> list[Message]:
     if isinstance(history, str):
         return [Message(role=MessageRole(role), content=history)]
@@ -189,7 +205,13 @@ class MemoryModule(Module):
 
     The memory belongs to the current `Session` (see `promptimus.Session`); outside any session
     the module's own memory is used.
+
+    With a `compactor` (a `promptimus.modules.Compactor`), a conversation over its trigger is
+    compacted before the request, and the memory keeps the compacted history once the reply
+    arrives (an agent whose predictor has one compacts before each step of its runs).
     """
+
+    compactor: Compactor | None = None
 
     def __init__(
         self,
@@ -197,6 +219,7 @@ class MemoryModule(Module):
         shared_memory: Memory | None = None,
         system_prompt: str | None = None,
         new_message_role: MessageRole | str = MessageRole.USER,
+        compactor: Compactor | None = None,
     ) -> None:
         super().__init__()
         size = non_negative_int(memory_size, "MemoryModule memory_size (messages it keeps)")
@@ -210,6 +233,8 @@ class MemoryModule(Module):
         # a Prompt; an agent with a callable prompt puts a DynamicPrompt here
         self.prompt: BasePrompt = Prompt(system_prompt)
         self._memory = shared_memory if shared_memory is not None else Memory(size)
+        if compactor is not None:  # registered only when given: checkpoint keys stay as they were
+            self.compactor = compactor
 
     @property
     def memory(self) -> Memory:
@@ -229,7 +254,18 @@ class MemoryModule(Module):
     async def forward(self, history: list[Message] | Message | str, **kwargs: Any) -> Message:
         new = as_messages(history, self.new_message_role)
         memory = self.memory
-        response = await self.prompt.forward(memory.preview(new), **kwargs)
+        sent = memory.preview(new)
+        old = sent[: len(sent) - len(new)]
+        compacted: list[Message] | None = None
+        compactor = self.compactor
+        if compactor is not None and compactor.needed(sent, self.prompt.llm):
+            done = await compactor(sent, self.prompt.llm, len(old))
+            if done is not None:
+                sent = done.messages
+                compacted = sent[: len(sent) - len(new)]
+        response = await self.prompt.forward(sent, **kwargs)
+        if compacted is not None:
+            replace_history(memory, old, compacted)
         memory.extend((*new, response))
         return response
 

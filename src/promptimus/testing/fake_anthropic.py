@@ -212,7 +212,9 @@ class FakeAnthropicServer(FakeOpenAIServer):
         previous: dict[str, Any] | None = None
         for i, message in enumerate(messages):
             self._check_message(i, message, previous, thinking_on)
+            _check_answered(i - 1, previous, message)
             previous = message
+        _check_answered(len(messages) - 1, previous, None)
         if _breakpoints(body) > _MAX_BREAKPOINTS:
             raise _Rejected(
                 f"A maximum of {_MAX_BREAKPOINTS} blocks with cache_control may be provided. "
@@ -323,6 +325,26 @@ def _in_anthropic_terms(fault: Fault) -> Fault:
 def _blocks(message: dict[str, Any] | None) -> list[dict[str, Any]]:
     content = message.get("content") if message is not None else None
     return [b for b in content if isinstance(b, dict)] if isinstance(content, list) else []
+
+
+def _check_answered(
+    i: int, message: dict[str, Any] | None, following: dict[str, Any] | None
+) -> None:
+    """Every ``tool_use`` of an assistant message is answered by a ``tool_result`` in the next
+    message, as the API requires (the last message may be an assistant's prefill)."""
+    if message is None or message.get("role") != "assistant":
+        return
+    asked = [b.get("id") for b in _blocks(message) if b.get("type") == "tool_use"]
+    if not asked or following is None:
+        return
+    answered = {b.get("tool_use_id") for b in _blocks(following) if b.get("type") == "tool_result"}
+    missing = [str(tool_id) for tool_id in asked if tool_id not in answered]
+    if missing:
+        raise _Rejected(
+            f"messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately "
+            f"after: {', '.join(missing)}. Each `tool_use` block must have a corresponding "
+            "`tool_result` block in the next message."
+        )
 
 
 def _uses_tool(blocks: list[Any]) -> bool:

@@ -185,6 +185,9 @@ class FakeGeminiServer(BackgroundServer):
                 "fieldViolations": [violation],
             }
             return _error(400, "INVALID_ARGUMENT", f"Invalid value at '{field}'", details=[detail])
+        unanswered = _unpaired_function_turn(body["contents"])
+        if unanswered is not None:
+            return _error(400, "INVALID_ARGUMENT", unanswered)
         if self.context_window is not None:
             tokens = _prompt_tokens(body)
             if tokens > self.context_window:
@@ -413,3 +416,25 @@ def _merged(events: list[dict[str, Any]]) -> dict[str, Any]:
         "responseId": final.get("responseId"),
     }
     return merged
+
+
+def _unpaired_function_turn(contents: list[Any]) -> str | None:
+    """What the API says when a function response does not come right after the function
+    call turn it answers, or answers a different number of calls; None when all pair up."""
+    previous_calls = 0
+    for content in contents:
+        parts = content.get("parts") if isinstance(content, dict) else None
+        parts = [p for p in parts if isinstance(p, dict)] if isinstance(parts, list) else []
+        responses = sum("functionResponse" in part for part in parts)
+        if responses and not previous_calls:
+            return (
+                "Please ensure that function response turn comes immediately after a function "
+                "call turn."
+            )
+        if previous_calls and responses != previous_calls:
+            return (
+                "Please ensure that the number of function response parts is equal to the "
+                "number of function call parts of the function call turn."
+            )
+        previous_calls = sum("functionCall" in part for part in parts)
+    return None

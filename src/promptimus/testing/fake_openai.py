@@ -57,6 +57,7 @@ from promptimus.testing.script import (
     ResponseFormatRejection,
     Route,
 )
+from promptimus.testing.tool_sequence import orphan_tool_error
 
 __all__ = ["FakeOpenAIServer", "SpawnedServer", "main"]
 
@@ -77,6 +78,10 @@ class FakeOpenAIServer(BackgroundServer):
     - ``context_window``: reject chat requests larger than this many tokens (one per word, plus
       ``max_tokens``) with the context-window error of ``context_dialect`` ("openai",
       "llama.cpp" or "vllm"). Both can also be set on a running server.
+    - ``reject_orphans``: answer 400, as the OpenAI API does, a chat request whose ``tool``
+      message answers no call of the assistant message before it, or whose assistant message
+      has a call no ``tool`` message answers (on by default; off for a server that lets them
+      through).
 
     ``in_flight`` counts the requests being answered right now and ``max_in_flight`` the most
     at once since the start (or the last `clear`): what a test checks a concurrency cap against.
@@ -96,6 +101,7 @@ class FakeOpenAIServer(BackgroundServer):
         reject_response_format: ResponseFormatRejection | Iterable[str] | None = None,
         context_window: int | None = None,
         context_dialect: ContextDialect = "openai",
+        reject_orphans: bool = True,
     ) -> None:
         self.host = host
         self.api_key = api_key
@@ -110,6 +116,7 @@ class FakeOpenAIServer(BackgroundServer):
         self.reject_response_format: ResponseFormatRejection | None = reject_response_format
         self.context_window = context_window
         self.context_dialect: ContextDialect = context_dialect
+        self.reject_orphans = reject_orphans
         self.chat = Route("chat")
         self.embeddings = Route("embeddings")
         self.rerank = Route("rerank")
@@ -308,6 +315,11 @@ class FakeOpenAIServer(BackgroundServer):
                 error = payloads.response_format_rejection_body(kind)
             self._record_refused(body)
             await _send_json(conn, error, rejection.status)
+            return True
+        orphan = orphan_tool_error(body.get("messages")) if self.reject_orphans else None
+        if orphan is not None:
+            self._record_refused(body)
+            await _send_json(conn, orphan, 400)
             return True
         window = self.context_window
         if window is None:

@@ -54,6 +54,12 @@ class ActiveRun:
     """How many times each output guardrail (by id) sent an answer back in this run."""
     listener: ToolListener | None = None
     """What the run's tool calls report to (made at the first tool step)."""
+    history_size: int = 0
+    """How many messages at the start of `conversation` came from the memory (the history the
+    run started from, as compaction left it); the run's own messages follow them."""
+    compacted_from: list[Message] | None = None
+    """The history the run started from, once compaction changed it (the memory gets the
+    compacted history in its place when the run succeeds)."""
 
     @classmethod
     def of(

@@ -29,6 +29,7 @@ from ..image_fallback import refused_images
 from .active_run import ActiveRun, Emit
 from .agent import LoopAgent
 from .approvals import ResumePlan, pause, resume_run, run_screened
+from .compaction import compact_conversation, keep_compacted_history
 from .decisions import Act, Final, Retry
 from .guarding import (
     REPLACED,
@@ -74,6 +75,7 @@ async def drive(
                 new = await screen_request(run, guards.input, new)  # before any model request
                 check = start_input_check(run, guards.parallel, new) if guards.parallel else None
             run.conversation = [*await agent.executor.history(run.memory), *new]
+            run.history_size = len(run.conversation) - len(new)
             run.keep = list(new)  # what the memory gains if the run succeeds
         else:
             await resume_run(run, resume)
@@ -96,6 +98,7 @@ async def _steps(run: ActiveRun, check: InputCheck | None, new: list[Message]) -
                 "(the conversation so far is in `.messages`, the steps in the run record).",
                 messages=run.conversation,
             )
+        await compact_conversation(run)
         step_request, offered = await build_request(run, options)
         if check is None:
             reply = await _call_model(run, step_request)
@@ -189,6 +192,7 @@ async def _finish(run: ActiveRun, step: StepRecord, decision: Final) -> FinalRes
     run.conversation.append(decision.message)
     run.keep.append(decision.message)
     run.record.output = decision.output
+    keep_compacted_history(run)
     await run.agent.executor.commit(run.memory, run.keep)
     run.step_end(step)
     return FinalResult(decision.output, run.record)

@@ -1,0 +1,50 @@
+"""Compaction in a run: before each step's request, the conversation is compacted if the
+agent's predictor has a `Compactor` and the conversation is over its trigger.
+
+Only the history the run started from may change (the run's own messages, its request and tool
+loop, stay as they are), and only between steps. The stream shows a `CompactionEvent`, the
+observers (tracing, the board) a "compaction" event, and the run record counts it; when the run
+succeeds, the memory keeps the compacted history in place of the one it started from, so the
+next run starts from it and does not compact it again.
+"""
+
+from __future__ import annotations
+
+from ...dto.run_record import CompactionRecord
+from ...modules.memory import replace_history
+from ..events import CompactionEvent
+from .active_run import ActiveRun
+
+__all__ = ["compact_conversation", "keep_compacted_history"]
+
+
+async def compact_conversation(run: ActiveRun) -> None:
+    """Compact `run`'s conversation before its next step's request, if it is over the
+    trigger of the agent's compactor."""
+    compactor = run.agent.predictor.compactor
+    if compactor is None or run.history_size == 0:
+        return
+    if not compactor.needed(run.conversation, run.llm):
+        return
+    done = await compactor(run.conversation, run.llm, run.history_size)  # a span of its own
+    if done is None:
+        return
+    if run.compacted_from is None:
+        run.compacted_from = run.conversation[: run.history_size]
+    run.conversation = done.messages
+    run.history_size += done.written - done.replaced
+    step = len(run.record.steps)
+    run.record.compactions.append(
+        CompactionRecord(step, done.tokens_before, done.tokens_after, done.steps, done.usage)
+    )
+    if run.emit is not None:
+        run.emit(
+            CompactionEvent(step, done.tokens_before, done.tokens_after, done.steps, done.usage)
+        )
+
+
+def keep_compacted_history(run: ActiveRun) -> None:
+    """Before a successful run's commit: the memory's history, if the run compacted it, is
+    replaced by its compacted form (left alone if another run changed the memory since)."""
+    if run.compacted_from is not None:
+        replace_history(run.memory, run.compacted_from, run.conversation[: run.history_size])
