@@ -9,10 +9,13 @@ from typing import Any
 
 import openai
 import pytest
+from pydantic import BaseModel
 
+import promptimus as pm
 from promptimus.agents import OpenaiToolCallingAgent
 from promptimus.agents.events import FinalResult, ReasoningDelta
 from promptimus.agents.react_agent import ToolCallingAgent
+from promptimus.agents.run_state import RunState
 from promptimus.dto import DocumentContent, ImageContent, Message, MessageRole, ThinkingBlock
 from promptimus.errors import (
     ContentFiltered,
@@ -23,8 +26,18 @@ from promptimus.errors import (
     StreamInterrupted,
     UnknownRequestOption,
 )
-from promptimus.llms import OpenAIResponses, aaccumulate, resolve
+from promptimus.llms import (
+    CachedLLM,
+    FallbackLLM,
+    MemoryCache,
+    OpenAIResponses,
+    aaccumulate,
+    resolve,
+)
+from promptimus.modules.structural import StructuralOutput
+from promptimus.sessions import SQLiteSessionStore
 from promptimus.testing import FakeOpenAIServer, Fault, ResponsesReply, ToolCall
+from promptimus.tools import Tool
 from promptimus.transport import RetryPolicy
 
 
@@ -274,8 +287,6 @@ async def test_thinking_from_another_provider_is_not_sent(srv: FakeOpenAIServer)
 
 
 async def test_strict_tool_schemas(srv: FakeOpenAIServer) -> None:
-    from promptimus.tools import Tool
-
     def greet(name: str, title: str = "") -> str:
         """Greet someone."""
         return f"hi {title} {name}"
@@ -433,3 +444,109 @@ def test_the_model_string_resolves(srv: FakeOpenAIServer) -> None:
     llm = resolve("openai-responses:o-test", env=env)
     assert isinstance(llm, OpenAIResponses) and llm.base_url == srv.base_url
     assert type(resolve("openai:o-test", env=env)).__name__ == "OpenAILike"
+
+
+# --- structured output, usage and cost, and what wraps the provider -----------------------------
+
+
+class City(BaseModel):
+    name: str
+    population: int
+
+
+async def test_structured_output_goes_through_text_format(srv: FakeOpenAIServer) -> None:
+    srv.responses.script('{"name": "Oslo", "population": 700000}')
+    llm = make_llm(srv)
+    city = await StructuralOutput(City).with_llm(llm)("Oslo has 700k people.")
+
+    assert city == City(name="Oslo", population=700000)
+    form = srv.responses.requests[0]["text"]["format"]
+    assert form["type"] == "json_schema" and form["schema"]["properties"]["name"]
+    assert "response_format" not in srv.responses.requests[0]
+
+
+async def test_streamed_structured_output_arrives_in_pieces(srv: FakeOpenAIServer) -> None:
+    srv.responses.script('{"name": "Oslo", "population": 700000}')
+    agent = OpenaiToolCallingAgent("p", structural_output=City).with_llm(make_llm(srv))
+    events = [event async for event in agent.stream("Oslo?")]
+    final = events[-1]
+    assert isinstance(final, FinalResult) and final.output == City(name="Oslo", population=700000)
+    assert srv.responses.requests[0]["text"]["format"]["type"] == "json_schema"
+
+
+async def test_cached_input_is_priced_at_its_own_rate(srv: FakeOpenAIServer) -> None:
+    usage = {"input_tokens": 1000, "cached_tokens": 800, "output_tokens": 100}
+    srv.responses.script(ResponsesReply(content="ok", usage=usage))
+    pricing = {"o-test": (2.0, 8.0, 0.5)}
+    with pm.track_usage(pricing) as report:
+        reply = await pm.Prompt("p").with_llm(make_llm(srv))([user("x")])
+    assert reply.usage is not None and reply.usage.cached_tokens == 800
+    assert report.cost == pytest.approx((200 * 2.0 + 800 * 0.5 + 100 * 8.0) / 1e6)
+
+
+async def test_response_cache_and_fallback_wrap_it(srv: FakeOpenAIServer) -> None:
+    srv.responses.script(ResponsesReply(reasoning="Sum.", content="3"))
+    cached = CachedLLM(make_llm(srv, call_kwargs={"temperature": 0}), MemoryCache())
+    first = await aaccumulate(cached.astream([user("1+2")]))
+    again = await aaccumulate(cached.astream([user("1+2")]))
+    assert len(srv.responses.requests) == 1  # the second came from the cache
+    assert again.thinking == first.thinking and first.thinking and first.thinking[0].redacted
+    assert again.response_id == first.response_id
+
+    srv.responses.script(Fault.status(500), Fault.status(500))
+    broken = make_llm(srv, retry=RetryPolicy(max_retries=1, sleep=Waits()))
+    reply = await FallbackLLM(broken, make_llm(srv)).achat([user("fall")])
+    assert reply.content == "echo: fall" and len(srv.responses.requests) == 4
+
+
+async def test_reasoning_survives_a_session_store(srv: FakeOpenAIServer, tmp_path: Any) -> None:
+    srv.responses.script(
+        ResponsesReply(reasoning="Need a sum.", tool_calls=[ToolCall("add", {"a": 1, "b": 1})]),
+        "Two.",
+        "Still two.",
+    )
+    store = SQLiteSessionStore(tmp_path / "sessions.db")
+    llm = make_llm(srv, reasoning_summary="auto")
+    async with pm.Session("ann", store=store):
+        await OpenaiToolCallingAgent("p", [add]).with_llm(llm)("1+1")
+    async with pm.Session("ann", store=store):
+        await OpenaiToolCallingAgent("p", [add]).with_llm(llm)("and again?")
+
+    issued = srv.responses.requests[1]["input"][2]
+    resent = srv.responses.requests[2]["input"]
+    assert issued["type"] == "reasoning" and issued in resent  # the fake verified it again
+
+
+async def test_reasoning_survives_a_run_state_as_json(srv: FakeOpenAIServer) -> None:
+    deleted: list[str] = []
+
+    def delete(path: str) -> str:
+        """Delete a file."""
+        deleted.append(path)
+        return f"deleted {path}"
+
+    def build() -> OpenaiToolCallingAgent:
+        tools = [Tool(delete, requires_approval=True)]
+        return OpenaiToolCallingAgent("p", tools).with_llm(make_llm(srv))
+
+    srv.responses.script(
+        ResponsesReply(
+            reasoning="Delete it.", tool_calls=[ToolCall("delete", {"path": "a"}, id="t1")]
+        ),
+        "Deleted.",
+    )
+    with pm.Session():
+        paused = await build().run("clean")
+    saved = paused.state.to_json()
+    with pm.Session():
+        done = await build().run(resume=RunState.from_json(saved), approvals={"t1": True})
+
+    assert done.output.content == "Deleted." and deleted == ["a"]
+    kinds = [item.get("type", item.get("role")) for item in srv.responses.requests[1]["input"]]
+    assert kinds[2:] == ["reasoning", "function_call", "function_call_output"]
+
+
+async def test_a_traced_call_names_the_provider(srv: FakeOpenAIServer, exporter: Any) -> None:
+    await pm.Prompt("Hi.").with_llm(make_llm(srv))([user("hi")])
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "root.llm"]
+    assert dict(span.attributes or {})["gen_ai.provider.name"] == "openai"

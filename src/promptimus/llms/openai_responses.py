@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeVar
 
 from promptimus.dto import Message, MessageDelta, MessageRole
 from promptimus.errors import InvalidArgument, PromptimusError, UnknownRequestOption
+from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.openai_responses_ends import StreamReader, reply_to_message
 from promptimus.llms.openai_responses_format import to_input, translate_options
 from promptimus.llms.stream_checks import END, StreamChecks
@@ -180,6 +181,8 @@ class OpenAIResponses(StreamChecks):
             api_key_env=api_key_env,
             client_kwargs=client_kwargs,
         )
+        self.capabilities = ProviderCapabilities()
+        """What this server has shown it accepts (e.g. which structured-output mode)."""
 
     def __repr__(self) -> str:
         return f"OpenAIResponses(model={self.model_name!r}, base_url={self.base_url!r})"
