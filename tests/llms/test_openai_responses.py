@@ -550,3 +550,50 @@ async def test_a_traced_call_names_the_provider(srv: FakeOpenAIServer, exporter:
     await pm.Prompt("Hi.").with_llm(make_llm(srv))([user("hi")])
     (span,) = [s for s in exporter.get_finished_spans() if s.name == "root.llm"]
     assert dict(span.attributes or {})["gen_ai.provider.name"] == "openai"
+
+
+# --- hosted tools -------------------------------------------------------------------------------
+
+
+async def test_hosted_tools_pass_through_and_their_calls_come_back(srv: FakeOpenAIServer) -> None:
+    from promptimus.tools import HostedTool
+
+    search = {"type": "web_search_call", "action": {"type": "search", "query": "oslo"}}
+    reply = ResponsesReply(hosted_calls=[search], content="Oslo has 700k people.")
+    srv.responses.script(reply, reply, "ok")
+    llm = make_llm(srv)
+    tools = [HostedTool("web_search", search_context_size="low").to_openai()]
+    plain = await llm.achat([user("Oslo?")], tools=tools)
+    streamed = await aaccumulate(llm.astream([user("Oslo?")], tools=tools))
+
+    assert srv.responses.requests[0]["tools"] == [
+        {"type": "web_search", "search_context_size": "low"}
+    ]
+    for message in (plain, streamed):
+        assert message.hosted_calls is not None
+        (call,) = message.hosted_calls
+        assert (call.provider, call.type, call.name) == (
+            "openai-responses",
+            "web_search_call",
+            "web_search",
+        )
+        assert call.item["action"]["query"] == "oslo" and call.id and call.status == "completed"
+    await llm.achat([user("Oslo?"), plain, user("more")], tools=tools)
+    sent = srv.responses.requests[2]["input"]
+    assert plain.hosted_calls is not None
+    assert sent[1] == plain.hosted_calls[0].item  # sent back whole, before the text
+    assert sent[2] == {"role": "assistant", "content": "Oslo has 700k people."}
+
+
+def test_a_hosted_tool_is_checked_where_given() -> None:
+    from promptimus.errors import InvalidArgument
+    from promptimus.tools import HostedTool
+
+    for bad in ("", "function", "Web Search", 3):
+        with pytest.raises(InvalidArgument):
+            HostedTool(bad)  # type: ignore[arg-type]
+    with pytest.raises(InvalidArgument):
+        HostedTool("web_search", type="x")
+    assert repr(HostedTool("file_search", vector_store_ids=["vs_1"])) == (
+        "HostedTool('file_search', vector_store_ids=['vs_1'])"
+    )
