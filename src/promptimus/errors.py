@@ -422,6 +422,21 @@ class OutputTruncated(ProviderError):
     """The model stopped because it hit its token limit (finish_reason == "length")."""
 
 
+class ContentFiltered(ProviderResponseError):
+    """The provider stopped the reply with its content filter (a Responses API reply that is
+    ``incomplete`` for ``content_filter``): the same request would be stopped again, so it is
+    not retried. ``partial`` is the text written before it stopped."""
+
+    def __init__(self, message: str, *, partial: str = "") -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+class HostedToolUnsupported(ProviderConfigError):
+    """A hosted tool (`promptimus.tools.HostedTool`: web search, file search, code interpreter,
+    which the provider's server runs) was given to a provider whose API has none."""
+
+
 class ResponseCacheError(PromptimusError):
     """A response cache (`MemoryCache`, `SQLiteCache`) was configured with values it cannot use,
     or its file cannot be opened as a cache."""

@@ -156,7 +156,9 @@ class ToolCallingAgent(BaseAgent[Message]):
         if isinstance(parsed, ReactAnswer):
             return Final(Message(role=MessageRole.ASSISTANT, content=parsed.answer), reply)
         call = ToolInvocation(None, parsed.tool, parsed.arguments_text, parsed.arguments)
-        cleaned = Message(role=MessageRole.ASSISTANT, content=parsed.text)
+        # the reasoning that led to the action goes back with it (a Responses reasoning item
+        # must precede what it led to; a signed thinking block stays valid)
+        cleaned = Message(role=MessageRole.ASSISTANT, content=parsed.text, thinking=reply.thinking)
         return Act([call], cleaned)
 
     def _observations(

@@ -6,6 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from .hosted import HostedToolCall
 from .thinking import ThinkingBlock
 from .usage import Usage
 
@@ -34,3 +35,7 @@ class MessageDelta(BaseModel):
     usage: Usage | None = None
     finish_reason: str | None = None
     model_name: str | None = None
+    hosted_calls: list[HostedToolCall] = Field(default_factory=list)
+    """Whole tool calls the provider's server ran, each sent once it is complete."""
+    response_id: str | None = None
+    """The id the server gave the reply (see `Message.response_id`); the last one given wins."""

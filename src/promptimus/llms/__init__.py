@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from promptimus.llms.memory_cache import MemoryCache
     from promptimus.llms.ollama import OllamaLLM, OllamaProvider
     from promptimus.llms.openai import OpenAILike
+    from promptimus.llms.openai_responses import OpenAIResponses
     from promptimus.llms.resolve import resolve
     from promptimus.llms.response_cache import ResponseCache
     from promptimus.llms.scripted import ScriptedLLM
@@ -36,6 +37,7 @@ _EXPORTS = {
     "accumulate": "accumulator",
     "aaccumulate": "accumulator",
     "OpenAILike": "openai",
+    "OpenAIResponses": "openai_responses",
     "Claude": "claude",
     "OllamaProvider": "ollama",
     "OllamaLLM": "ollama",
@@ -64,6 +66,7 @@ __all__ = [
     "OllamaLLM",
     "OllamaProvider",
     "OpenAILike",
+    "OpenAIResponses",
     "ProviderCapabilities",
     "ResponseCache",
     "SQLiteCache",

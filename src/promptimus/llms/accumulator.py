@@ -12,6 +12,7 @@ from collections.abc import AsyncIterable, Callable, Iterable
 from typing import Any
 
 from promptimus.dto import (
+    HostedToolCall,
     Message,
     MessageDelta,
     MessageRole,
@@ -36,11 +37,13 @@ class MessageAccumulator:
         "_calls",
         "_content",
         "_extras",
+        "_hosted",
         "_reasoning",
         "_thinking",
         "chunks",
         "finish_reason",
         "model_name",
+        "response_id",
         "usage",
     )
 
@@ -50,6 +53,8 @@ class MessageAccumulator:
         self._calls: dict[int, list[str | None]] = {}  # index -> [id, name, arguments]
         self._extras: dict[int, dict[str, Any]] = {}  # index -> the call's provider data
         self._thinking: list[ThinkingBlock] = []
+        self._hosted: list[HostedToolCall] = []
+        self.response_id: str | None = None
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
         self.model_name: str | None = None
@@ -63,6 +68,10 @@ class MessageAccumulator:
             self._reasoning.append(delta.reasoning)
         if delta.thinking:
             self._thinking.extend(delta.thinking)
+        if delta.hosted_calls:
+            self._hosted.extend(delta.hosted_calls)
+        if delta.response_id is not None:
+            self.response_id = delta.response_id
         for fragment in delta.tool_calls:
             if fragment.extra_content is not None:
                 self._extras[fragment.index] = fragment.extra_content
@@ -125,6 +134,8 @@ class MessageAccumulator:
             usage=self.usage,
             finish_reason=self.finish_reason,
             model_name=self.model_name,
+            hosted_calls=list(self._hosted) if self._hosted else None,
+            response_id=self.response_id,
         )
 
 

@@ -2,7 +2,8 @@
 
 Spec grammar: ``provider:model`` split on the first colon (``ollama:llama3.2:3b`` is provider
 ``ollama``, model ``llama3.2:3b``), or an alias defined by ``PROMPTIMUS_MODEL_<ALIAS>=<spec>``.
-Providers: ``openai`` (OPENAI_API_KEY, OPENAI_BASE_URL), ``ollama`` (OLLAMA_BASE_URL /
+Providers: ``openai`` (Chat Completions: OPENAI_API_KEY, OPENAI_BASE_URL), ``openai-responses``
+(OpenAI's Responses API, same variables), ``ollama`` (OLLAMA_BASE_URL /
 OLLAMA_HOST), ``gemini`` (GEMINI_API_KEY or GOOGLE_API_KEY, GEMINI_BASE_URL), ``anthropic``
 (Claude through the native Messages API: ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL), and any
 ``<name>`` with ``<NAME>_API_BASE`` (+ ``<NAME>_API_KEY``) set.
@@ -19,7 +20,7 @@ from promptimus.errors import ModelResolutionError
 from promptimus.protocols import LLMProtocol
 
 ALIAS_PREFIX = "PROMPTIMUS_MODEL_"
-BUILTIN_PROVIDERS = ("openai", "ollama", "gemini", "anthropic")
+BUILTIN_PROVIDERS = ("openai", "openai-responses", "ollama", "gemini", "anthropic")
 
 
 def _env_name(name: str) -> str:
@@ -56,6 +57,12 @@ def _build(provider: str, model: str, env: Mapping[str, str], spec: str) -> LLMP
         from promptimus.llms.openai import OpenAILike
 
         return OpenAILike(model, env.get("OPENAI_API_KEY"), env.get("OPENAI_BASE_URL"))
+    if name == "openai-responses":
+        from promptimus.llms.openai_responses import OpenAIResponses
+
+        return OpenAIResponses(
+            model, api_key=env.get("OPENAI_API_KEY"), base_url=env.get("OPENAI_BASE_URL") or None
+        )
     if name == "anthropic":
         return _anthropic(model, env)
     if name == "ollama":

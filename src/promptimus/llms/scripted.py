@@ -58,6 +58,8 @@ def split_message(message: Message) -> list[MessageDelta]:
     deltas = [MessageDelta(reasoning=piece) for piece in _WORDS.findall(message.reasoning or "")]
     if message.thinking:  # the blocks a provider needs back, whole
         deltas.append(MessageDelta(thinking=list(message.thinking)))
+    if message.hosted_calls:  # the calls the provider's server ran, whole
+        deltas.append(MessageDelta(hosted_calls=list(message.hosted_calls)))
     deltas.extend(MessageDelta(content=piece) for piece in _WORDS.findall(message.content))
     for index, call in enumerate(message.tool_calls or ()):
         arguments = call.function.arguments
@@ -83,6 +85,7 @@ def split_message(message: Message) -> list[MessageDelta]:
             usage=message.usage,
             finish_reason=message.finish_reason,
             model_name=message.model_name,
+            response_id=message.response_id,
         )
     )
     return deltas

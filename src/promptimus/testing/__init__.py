@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING
 
 from promptimus._lazy import lazy_exports
 from promptimus.testing.fake_anthropic_script import AnthropicReply, Thinking, anthropic_error
+from promptimus.testing.fake_openai_responses_script import ResponsesReply
 from promptimus.testing.malformed import MALFORMED_KINDS
 from promptimus.testing.script import (
     CONTEXT_DIALECTS,
@@ -57,6 +58,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "ResponseFormatRejection",
+    "ResponsesReply",
     "Route",
     "SpawnedServer",
     "Thinking",

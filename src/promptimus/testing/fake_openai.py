@@ -15,8 +15,10 @@ at one token per word, plus its ``max_tokens`` exceeds it, in the ``context_dial
 format).
 
 Endpoints: ``POST /v1/chat/completions`` (JSON or SSE), ``POST /v1/embeddings``, ``GET /v1/models``,
-``POST /v1/rerank``. With nothing scripted, chat answers ``"echo: <last user message>"``, embeddings
-are hashed lexical vectors (`promptimus.embedders.hashing`) and rerank scores by word overlap.
+``POST /v1/rerank``, ``POST /v1/responses`` (OpenAI's Responses API, JSON or SSE: see
+`promptimus.testing.fake_openai_responses`). With nothing scripted, chat answers
+``"echo: <last user message>"``, embeddings are hashed lexical vectors
+(`promptimus.embedders.hashing`) and rerank scores by word overlap.
 
 The server runs its own event loop in a daemon thread, both as a sync and as an async context
 manager, so sync clients in async tests cannot deadlock it. For benchmarks, where the client must
@@ -43,6 +45,7 @@ from promptimus.testing.background import (
     serve_from_command_line,
     spawn_server,
 )
+from promptimus.testing.fake_openai_responses import ResponsesRoute
 from promptimus.testing.http import HttpConnection, HttpRequest, HttpServer
 from promptimus.testing.malformed import (
     MALFORMED_KINDS,
@@ -120,6 +123,7 @@ class FakeOpenAIServer(BackgroundServer):
         self.chat = Route("chat")
         self.embeddings = Route("embeddings")
         self.rerank = Route("rerank")
+        self.responses = ResponsesRoute()
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -138,6 +142,7 @@ class FakeOpenAIServer(BackgroundServer):
             "/v1/chat/completions": ("POST", self._chat),
             "/v1/embeddings": ("POST", self._embeddings),
             "/v1/rerank": ("POST", self._rerank),
+            "/v1/responses": ("POST", self._responses),
             "/v1/models": ("GET", self._list_models),
         }
 
@@ -183,7 +188,7 @@ class FakeOpenAIServer(BackgroundServer):
         """Forget every recorded request and every route's script and responder."""
         self.requests.clear()
         self.max_in_flight = self.in_flight
-        for route in (self.chat, self.embeddings, self.rerank):
+        for route in (self.chat, self.embeddings, self.rerank, self.responses):
             route.clear()
 
     @property
@@ -443,6 +448,9 @@ class FakeOpenAIServer(BackgroundServer):
 
     def _next_call_id(self) -> str:
         return f"call_{next(self._call_ids)}"
+
+    async def _responses(self, body: dict[str, Any], conn: HttpConnection) -> None:
+        await self.responses.handle(self, body, conn)
 
     async def _embeddings(self, body: dict[str, Any], conn: HttpConnection) -> None:
         await self._answer(self.embeddings, payloads.embeddings_response, body, conn)

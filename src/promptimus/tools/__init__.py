@@ -18,10 +18,12 @@ _LAZY: dict[str, str] = {
     "handoff_messages": "tool",
     "CompositeTool": "composite_tool",
     "RunContext": "run_context",
+    "HostedTool": "hosted",
 }
 
 if TYPE_CHECKING:
     from .composite_tool import CompositeTool as CompositeTool
+    from .hosted import HostedTool as HostedTool
     from .run_context import RunContext as RunContext
     from .tool import FunctionTool as FunctionTool
     from .tool import ModuleTool as ModuleTool
