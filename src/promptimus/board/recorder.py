@@ -34,6 +34,7 @@ import logging
 import os
 import queue
 import re
+import sqlite3
 import threading
 import time
 import traceback
@@ -457,15 +458,12 @@ class Recording:
         with self._file.using() as db:
             self._file.begin(db)
             try:
-                if spans:
-                    db.executemany(_INSERT_SPANS, spans)
-                if run_rows:
-                    db.executemany(_INSERT_RUNS, run_rows)
+                kept = _insert(db, _INSERT_SPANS, spans) + _insert(db, _INSERT_RUNS, run_rows)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-        self.written += len(spans) + len(run_rows)
+        self.written += kept
 
     def span_id(self, span: _Span | None) -> str | None:
         if span is None:
@@ -850,8 +848,34 @@ def _request_text(enc: ValueEncoder, span: _Span) -> str:
     return "" if value is None else (enc.json(value) if not isinstance(value, str) else value)
 
 
-_INSERT_SPANS = f"INSERT OR REPLACE INTO spans VALUES ({', '.join('?' * 15)})"
+# by column name: a file a newer version wrote (a column more) takes these rows as well
+_INSERT_SPANS = (
+    "INSERT OR REPLACE INTO spans (id, run_id, parent_id, name, kind, started, ended, status, "
+    "error, input, output, model, prompt_tokens, completion_tokens, cost) "
+    f"VALUES ({', '.join('?' * 15)})"
+)
 _INSERT_RUNS = (
     "INSERT OR REPLACE INTO runs (id, name, request, status, started, ended, tokens, cost, "
     "error, answer, paused_state, resumes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+def _insert(db: Any, statement: str, rows: list[tuple[Any, ...]]) -> int:
+    """Write `rows`, all at once; if the file refuses one (a constraint or trigger of a newer
+    version's file), each on its own, so only the refused rows are lost (a failed statement
+    is undone alone, the transaction goes on). The number of rows written."""
+    if not rows:
+        return 0
+    try:
+        db.executemany(statement, rows)
+        return len(rows)
+    except sqlite3.DatabaseError:
+        _log.debug("promptimus.board: a row was refused; writing them one by one", exc_info=True)
+    kept = 0
+    for row in rows:
+        try:
+            db.execute(statement, row)
+            kept += 1
+        except sqlite3.DatabaseError:
+            _log.warning("promptimus.board could not write a row (%s)", row[:2], exc_info=True)
+    return kept
