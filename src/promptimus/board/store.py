@@ -18,7 +18,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEMA", "create", "open_for_reading", "rows"]
+__all__ = ["SCHEMA", "create", "open_for_reading", "read", "rows"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -86,14 +86,30 @@ def open_for_reading(path: Path) -> sqlite3.Connection | None:
 def rows(path: Path, query: str, parameters: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
     """The rows of `query` on the board file as dicts ([] while the file or its tables do not
     exist yet: a board started before the first run shows an empty page)."""
-    db = open_for_reading(path)
-    if db is None:
-        return []
+    return read(path, query, parameters)[0]
+
+
+def read(
+    path: Path, query: str, parameters: tuple[Any, ...] = ()
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The rows of `query` that can be read, and what could not be, if anything: a damaged
+    file (cut short, overwritten, not SQLite) still shows the rows before the damage."""
+    found: list[dict[str, Any]] = []
     try:
-        return [dict(row) for row in db.execute(query, parameters)]
+        db = open_for_reading(path)
+    except sqlite3.Error as exc:
+        return found, f"{path} cannot be opened ({exc})"
+    if db is None:
+        return found, None
+    try:
+        for row in db.execute(query, parameters):
+            found.append(dict(row))
     except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return []
-        raise
+        if "no such table" in str(exc) and not found:
+            return found, None
+        return found, f"{path} cannot be read past row {len(found)} ({exc})"
+    except sqlite3.Error as exc:
+        return found, f"{path} cannot be read past row {len(found)} ({exc})"
     finally:
         db.close()
+    return found, None
