@@ -240,7 +240,7 @@ def _page_routes(config: BoardConfig, state: dict[str, Any]) -> list[Route | Mou
         Route("/training", training),
         Route("/training/fit", fit),
         Route("/conversations", conversations),
-        Route("/conversations/{session_id}", conversation),
+        Route("/conversations/{session_id:path}", conversation),
         Route("/approvals", approvals),
         Route("/checkpoints", checkpoints),
     ]
@@ -271,6 +271,6 @@ def _action_routes(config: BoardConfig, state: dict[str, Any]) -> list[Route | M
         return RedirectResponse("/approvals?" + urlencode({"note": note}), 303)
 
     return [
-        Route("/conversations/{session_id}/delete", delete, methods=["POST"]),
+        Route("/conversations/{session_id:path}/delete", delete, methods=["POST"]),
         Route("/approvals/{workflow_id:path}/{call_id}", decide, methods=["POST"]),
     ]

@@ -33,7 +33,6 @@ import itertools
 import logging
 import os
 import queue
-import re
 import sqlite3
 import threading
 import time
@@ -57,54 +56,18 @@ from ..observe.module_path import absolute_path
 from ..observe.pricing import Pricing, check_pricing, cost_of
 from ..observe.provider_calls import ProviderCall, register_provider_call_observer
 from ..sqlite_file import SQLiteFile
-from ..tracing.attribute_values import REDACTED, ValueEncoder
+from ..tracing.attribute_values import ValueEncoder
 from ..transport.secret_scrub import redact_secrets
+from .redaction import BoardEncoder, secret_env_values
 from .store import create
 
 __all__ = ["Recording", "record"]
 
 _log = logging.getLogger(__name__)
-_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-# values of such variables that are settings, not secrets: redacting them would change every
-# `false` or `3600` written (TOKENIZERS_PARALLELISM=false, SESSION_TOKEN_SECONDS=3600)
-_NOT_SECRETS = frozenset({"true", "false", "yes", "no", "none", "null", "on", "off", "auto"})
 _PROVIDER_KIND = {"llm": "LLM", "embedding": "EMBEDDING", "rerank": "RERANKER"}
 _MAX_BATCH = 2000
 _QUIET = 0.005
 _MAX_DELAY = 1.0
-
-
-def _secret_env_values() -> list[str]:
-    """The values of the environment variables whose names say KEY, TOKEN, SECRET or PASSWORD,
-    but for flags and numbers."""
-    return [
-        value
-        for name, value in os.environ.items()
-        if _SECRET_ENV.search(name)
-        and value.strip().lower() not in _NOT_SECRETS
-        and not value.strip().isdigit()
-    ]
-
-
-# the password of a URL (`postgresql://user:password@host/db`): a database URL among a run's
-# values (its deps, an error) is written without it. Each part is bounded, so a long run of
-# letters cannot make the search quadratic.
-_URL_PASSWORD = re.compile(
-    r"([a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^:@/\s\"'\\]{0,256}:)([^@/\s\"'\\]{1,256})@"
-)
-
-
-class _Encoder(ValueEncoder):
-    """The tracing encoder (known secrets redacted, long texts cut), also leaving out the
-    passwords of URLs."""
-
-    __slots__ = ()
-
-    def redact(self, value: str) -> str:
-        value = super().redact(value)
-        if "://" in value and "@" in value:
-            value = _URL_PASSWORD.sub(r"\1" + REDACTED + "@", value)
-        return value
 
 
 class _Span:
@@ -210,8 +173,8 @@ class Recording:
         if self.path.is_dir():
             raise InvalidArgument(f"{self.path} is a folder; record(path) takes a .sqlite file.")
         self.pricing = check_pricing(pricing)
-        self.encoder = _Encoder(int(max_value_chars))
-        self.encoder.add_secrets(_secret_env_values())
+        self.encoder = BoardEncoder(int(max_value_chars))
+        self.encoder.add_secrets(secret_env_values())
         self.batch_seconds = float(batch_seconds)
         self.written = 0  # rows written so far (spans and runs)
         # span ids: unique across the processes writing one file, cheap to make. 64 random
@@ -508,7 +471,7 @@ class Recording:
         its module's tree (its request is written before any of them is called), a wrapper's
         those of the providers it wraps."""
         enc = self.encoder
-        enc.add_secrets(_secret_env_values())
+        enc.add_secrets(secret_env_values())
         providers: dict[int, Any] = {}  # held here, so no id is reused while this runs
         modules: dict[int, Module] = {}  # the trees of the runs that start
         for tag, span in items:
