@@ -219,7 +219,9 @@ def _page_routes(config: BoardConfig, state: dict[str, Any]) -> list[Route | Mou
         if state["store"] is None:
             return _html(None)
         session_id = request.path_params["session_id"]
-        return _html(await stores_page.conversation_page(state["store"], session_id, config.csrf))
+        runs = runs_page.runs_of_session(config.path, session_id)
+        shown = await stores_page.conversation_page(state["store"], session_id, config.csrf, runs)
+        return _html(shown)
 
     async def approvals(request: Request) -> Response:
         note = request.query_params.get("note", "")

@@ -49,9 +49,11 @@ from ..agents.run_state import RunState, resuming
 from ..argument_checks import finite_number, positive_int
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
 from ..core.module import Module
+from ..core.session import current_session
 from ..dto.message import Message
 from ..dto.usage import Usage
-from ..errors import ApprovalRequired, InvalidArgument
+from ..errors import ApprovalRequired, GuardrailTripped, InvalidArgument
+from ..guardrails.guardrail import Guardrail
 from ..observe.module_path import absolute_path
 from ..observe.pricing import Pricing, check_pricing, cost_of
 from ..observe.provider_calls import ProviderCall, register_provider_call_observer
@@ -90,6 +92,7 @@ class _Span:
         "parent",
         "provider",
         "resumes",
+        "session",
         "started",
         "tokens",
         "usage",
@@ -110,6 +113,7 @@ class _Span:
         self.model: str | None = None
         self.usage: Usage | None = None
         self.resumes: RunState | None = None  # on a run's root: the paused run it goes on with
+        self.session: str | None = None  # on a run's root: the conversation it was a turn of
         # set by the writer thread alone
         self.id: str | None = None
         self.name: str | None = None
@@ -294,6 +298,8 @@ class Recording:
         put = self._queue.put
         if parent is None:
             span.resumes = resuming()
+            session = current_session()
+            span.session = None if session is None else session.name
             put(("run", span))  # shown as running until it ends
         token = current.set(span)
         try:
@@ -448,6 +454,8 @@ class Recording:
         if span.call_kind is None:
             assert module is not None
             span.kind = _module_kind(module)
+            if isinstance(module, Guardrail):  # by its name, not its place in a list
+                where = f"{where.rpartition('.')[0] or where}.{module.name}"
             span.name = where
         else:
             span.name = f"{where}.{span.call_kind}"
@@ -614,6 +622,7 @@ class _Rows:
             answer,
             getattr(paused, "id", None) if isinstance(span.error, ApprovalRequired) else None,
             None if span.resumes is None else span.resumes.id,
+            span.session,
         )
 
     def bare_run(self, span: _Span) -> tuple[Any, ...]:
@@ -640,13 +649,14 @@ class _Rows:
             None,
             None,
             None,
+            span.session,
         )
 
     def error(self, span: _Span, *, full: bool) -> str | None:
         error = span.error
         if span.ended is None or error is None or isinstance(error, ApprovalRequired):
             return None
-        if full:
+        if full and not isinstance(error, GuardrailTripped):  # a verdict, not a failure
             text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         else:
             try:
@@ -782,6 +792,8 @@ def _answer(output: Any) -> Any:
 def _status(span: _Span) -> str:
     if isinstance(span.error, ApprovalRequired):  # a run paused for a person's decision
         return "needs_approval"
+    if isinstance(span.error, GuardrailTripped):  # a guardrail's verdict, not a failure
+        return "blocked"
     if span.error is not None:
         return "error"
     if span.output is None or isinstance(span.output, str | Message):
@@ -799,6 +811,9 @@ def _request_text(enc: ValueEncoder, span: _Span) -> str:
         messages = span.args if isinstance(span.args, list) else []
     else:
         value = call_input(*span.args)
+        if isinstance(value, dict) and len(value) == 1:  # one keyword (`evaluate`'s `text=`)
+            only = next(iter(value.values()))
+            value = only if isinstance(only, str) else value
         messages = value if isinstance(value, list) else [value]
     for message in reversed(messages):
         if isinstance(message, str):
@@ -819,7 +834,8 @@ _INSERT_SPANS = (
 )
 _INSERT_RUNS = (
     "INSERT OR REPLACE INTO runs (id, name, request, status, started, ended, tokens, cost, "
-    "error, answer, paused_state, resumes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "error, answer, paused_state, resumes, session) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 
 

@@ -11,9 +11,9 @@ from typing import Any
 from .html import count, esc, number, page, pretty, table, url, when
 from .store import read, rows
 
-__all__ = ["run_page", "runs_page"]
+__all__ = ["run_page", "runs_of_session", "runs_page"]
 
-STATUSES = ("ok", "error", "running", "needs_approval")
+STATUSES = ("ok", "error", "blocked", "running", "needs_approval")
 
 
 def _duration(row: dict[str, Any]) -> str:
@@ -47,10 +47,18 @@ def _run_row(r: dict[str, Any]) -> list[str]:
             _duration(r),
             count(r["tokens"]),
             _cost(r["cost"]),
+            _session_link(r.get("session")),
             f"<span class=err>{esc(_short(r['error']))}</span>",
         ]
     except Exception as exc:  # a row a newer or damaged file holds: named, the others shown
-        return [f"<span class=err>this row cannot be shown ({esc(exc)})</span>"] + [""] * 6
+        return [f"<span class=err>this row cannot be shown ({esc(exc)})</span>"] + [""] * 7
+
+
+def _session_link(session: Any) -> str:
+    """The stored conversation a run was a turn of, linked to its page."""
+    if not session:
+        return ""
+    return f'<a class=session href="{url("conversations", str(session))}">{esc(session)}</a>'
 
 
 def runs_page(path: Path, query: str, status: str) -> str:
@@ -75,7 +83,7 @@ def runs_page(path: Path, query: str, status: str) -> str:
         "<button>Filter</button></form>"
     )
     listed = table(
-        ["request", "status", "started", "duration", "tokens", "cost", "error"],
+        ["request", "status", "started", "duration", "tokens", "cost", "conversation", "error"],
         (_run_row(r) for r in found),
         empty="" if problem else f"No runs recorded in {path} yet; they show here as they land.",
     )
@@ -129,12 +137,19 @@ def run_page(path: Path, run_id: str) -> str | None:
         f"<dl class=facts><dt>status</dt><dd><span class='badge {esc(run['status'])}'>"
         f"{esc(run['status'])}</span></dd><dt>started</dt><dd>{esc(when(run['started']))}</dd>"
         f"<dt>duration</dt><dd>{_duration(run)}</dd><dt>tokens</dt><dd>{count(run['tokens'])}</dd>"
-        f"<dt>cost</dt><dd>{_cost(run['cost'])}</dd>{_links(path, run)}</dl>"
+        f"<dt>cost</dt><dd>{_cost(run['cost'])}</dd>{_links(path, run)}"
+        + (
+            f"<dt>conversation</dt><dd>{_session_link(run.get('session'))}</dd>"
+            * bool(run.get("session"))
+        )
+        + "</dl>"
         f"<h2>Request</h2><pre class=text>{esc(run['request'])}</pre>"
     )
     if run["answer"] is not None:
         facts += f"<h2>Answer</h2><pre class='text answer'>{esc(_plain(run['answer']))}</pre>"
-    if run["error"]:
+    if run["error"] and run["status"] == "blocked":
+        facts += f"<h2>Blocked</h2><pre class='text blocked'>{esc(run['error'])}</pre>"
+    elif run["error"]:
         facts += f"<h2>Error</h2><pre class='text err'>{esc(run['error'])}</pre>"
     body = facts + "<h2>Spans</h2>" + _waterfall(run, spans) + _tool_calls(spans) + _calls(spans)
     return page(_short(run["request"], 60) or str(run["name"]), "runs", body)
@@ -251,3 +266,18 @@ def _messages(text: Any) -> str:
             )
         out.append(f'<div class="msg {esc(role)}"><span class=role>{esc(role)}</span>{body}</div>')
     return "".join(out)
+
+
+def runs_of_session(path: Path, session_id: str) -> str:
+    """The runs recorded as turns of the conversation `session_id`, linked (for its page)."""
+    found, problem = read(
+        path, "SELECT * FROM runs WHERE session = ? ORDER BY started", (session_id,)
+    )
+    if not found and (not problem or "no such column" in problem):  # none, or an older file
+        return ""
+    listed = table(
+        ["request", "status", "started", "duration", "tokens", "cost", "conversation", "error"],
+        (_run_row(r) for r in found),
+        empty="",
+    )
+    return f"<h2>Runs</h2>{_problem(problem)}<div class=runs>{listed}</div>"

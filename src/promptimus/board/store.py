@@ -3,10 +3,12 @@
 A run is one outermost module call (an agent's `run`, a module called with nothing around it).
 Each module call, model call and tool call inside it is a span, with its parent span:
 
-- `runs`: id, request, status ("running", "ok", "error", "needs_approval"), started and ended
+- `runs`: id, request, status ("running", "ok", "error", "blocked" by a guardrail,
+  "needs_approval"), started and ended
   (Unix seconds), tokens, cost, the error text, the answer; for a run that paused for
   approval the id of its paused state (`paused_state`), and for a run that resumed one, that
-  id (`resumes`): the link between a paused run and its continuation.
+  id (`resumes`): the link between a paused run and its continuation; the stored
+  conversation (`pm.Session` name) the run was a turn of (`session`).
 - `spans`: id, run, parent, name (the module path; a model call is `<path>.llm`), kind
   ("AGENT", "CHAIN", "TOOL", "LLM", ...), start and end, status, error, input and output
   (JSON text), the model, token counts, cost, and for a model call its messages and reply.
@@ -33,7 +35,8 @@ CREATE TABLE IF NOT EXISTS runs (
     error TEXT,
     answer TEXT,
     paused_state TEXT,
-    resumes TEXT
+    resumes TEXT,
+    session TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
 CREATE TABLE IF NOT EXISTS spans (
@@ -58,7 +61,11 @@ CREATE INDEX IF NOT EXISTS spans_run ON spans (run_id, started);
 
 
 # columns added since the first files were written: (table, column, type)
-_ADDED = (("runs", "paused_state", "TEXT"), ("runs", "resumes", "TEXT"))
+_ADDED = (
+    ("runs", "paused_state", "TEXT"),
+    ("runs", "resumes", "TEXT"),
+    ("runs", "session", "TEXT"),
+)
 
 
 def create(db: sqlite3.Connection) -> None:

@@ -68,7 +68,8 @@ def _delete_form(session_id: str, csrf: str) -> str:
     )
 
 
-async def conversation_page(store: Any, session_id: str, csrf: str) -> str | None:
+async def conversation_page(store: Any, session_id: str, csrf: str, runs: str = "") -> str | None:
+    """A stored conversation turn by turn; `runs`: its recorded runs, as HTML."""
     turns = await store.load_turns(session_id)
     if not turns:
         return None
@@ -82,7 +83,7 @@ async def conversation_page(store: Any, session_id: str, csrf: str) -> str | Non
                 f"<p class=err>This turn cannot be shown ({esc(redactor.redact(str(exc)))}).</p>"
             )
         out.append(f"<section class=turn><h2>Turn {esc(turn.seq)}</h2>{shown}</section>")
-    body = "".join(out) + _delete_form(session_id, csrf)
+    body = "".join(out) + runs + _delete_form(session_id, csrf)
     return page(f"Conversation {session_id}", "conversations", body)
 
 
