@@ -265,12 +265,12 @@ def test_approve_finishes_the_paused_run_with_its_tool_run_once(
     deadline = time.monotonic() + LINE_BOUND
     while True:
         page.goto(world.board.url + "/runs?status=ok&q=Refunded")
-        if page.locator("#runs tbody a").count() == 1:
+        if page.locator("#runs tbody tr").count() == 1:
             break
         assert time.monotonic() < deadline, page.content()
         time.sleep(0.2)
     assert page.locator("#runs tbody .badge.resumed").count() == 1  # shown as a continuation
-    page.locator("#runs tbody a").click()
+    page.locator("#runs tbody td:first-child a").click()
     page.wait_for_url("**/runs/*")
     assert page.locator("pre.answer").inner_text() == "Refunded 30 EUR for order 42."
     assert "refunded 42" in page.locator(".tools").inner_text()

@@ -25,6 +25,7 @@ from promptimus.agents.events import FinalResult, NeedsApproval
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.agents.run_state import RunState
 from promptimus.board import record
+from promptimus.board.store import SCHEMA
 from promptimus.errors import InvalidArgument
 from promptimus.llms import OpenAILike
 from promptimus.llms.cached import CachedLLM
@@ -765,3 +766,42 @@ async def test_rows_land_when_the_runs_pause_and_when_they_never_do(
             stop.set()
             worker.join()
     assert requests().count("again") == calls[0]  # and every one of them by the close
+
+
+def test_runs_land_in_a_file_whose_spans_table_has_a_column_more(tmp_path: Path) -> None:
+    """A file a newer version wrote (its spans table has one more column) still gets every run
+    and span: rows are written by column name."""
+    path = tmp_path / "runs.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA)
+    db.execute("ALTER TABLE spans ADD COLUMN session TEXT")
+    db.commit()
+    db.close()
+    with record(path):
+        asyncio.run(Echo()("first"))
+        asyncio.run(Echo()("second"))
+    runs = table(path, "SELECT request, status FROM runs ORDER BY started")
+    assert runs == [{"request": "first", "status": "ok"}, {"request": "second", "status": "ok"}]
+    assert len(table(path, "SELECT * FROM spans")) == 2
+
+
+def test_a_span_row_the_file_refuses_costs_only_that_row(tmp_path: Path) -> None:
+    """A newer file whose extra span column is required: the spans cannot be written there, the
+    runs still are."""
+    path = tmp_path / "runs.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(SCHEMA)
+    db.execute(
+        "CREATE TRIGGER refuse_one BEFORE INSERT ON spans WHEN NEW.input = '\"bad\"' "
+        "BEGIN SELECT RAISE(ABORT, 'refused'); END"
+    )
+    db.commit()
+    db.close()
+    with record(path):
+        asyncio.run(Echo()("good"))
+        asyncio.run(Echo()("bad"))
+        asyncio.run(Echo()("also good"))
+    runs = table(path, "SELECT request FROM runs ORDER BY started")
+    assert [r["request"] for r in runs] == ["good", "bad", "also good"]
+    spans = table(path, "SELECT input FROM spans ORDER BY started")
+    assert [json.loads(s["input"]) for s in spans] == ["good", "also good"]

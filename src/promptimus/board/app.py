@@ -1,7 +1,11 @@
 """The board's web app (Starlette): the pages, and what keeps them local.
 
 - Host check: a request whose Host header is not the board's own address is refused (403), so
-  a web page whose domain was pointed at 127.0.0.1 (DNS rebinding) cannot read the board.
+  a web page whose domain was pointed at 127.0.0.1 (DNS rebinding) cannot read the board. A
+  board bound to every address (`--host 0.0.0.0` or `::`) is reached by whatever name or
+  address its clients use; there the token (which such a board always has) keeps it, and a
+  page of another site never holds the token (its cookie is SameSite=Strict, for the board's
+  own host).
 - Token: with `token` set (required by `promptimus board` for a non-local `--host`), every
   request needs it: `?token=...` once (it is then kept in an HttpOnly, SameSite=Strict cookie),
   the cookie, or an `Authorization: Bearer` header.
@@ -36,6 +40,7 @@ __all__ = ["BoardConfig", "build_app", "is_local"]
 
 STATIC = Path(__file__).with_name("static")
 _LOCAL = {"127.0.0.1", "localhost", "::1"}
+_EVERY_ADDRESS = {"0.0.0.0", "::", ""}
 _CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
     "img-src 'self' data:; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; "
@@ -45,6 +50,16 @@ _CSP = (
 
 def is_local(host: str) -> bool:
     return host in _LOCAL or host.startswith("127.")
+
+
+def same_secret(given: object, expected: str) -> bool:
+    """Whether `given` is `expected`, compared in constant time as UTF-8 bytes (any text a
+    client sends, non-ASCII too, is a wrong value, never an error)."""
+    if not isinstance(given, str):
+        return False
+    return hmac.compare_digest(
+        given.encode("utf-8", "surrogateescape"), expected.encode("utf-8", "surrogateescape")
+    )
 
 
 @dataclass
@@ -60,6 +75,10 @@ class BoardConfig:
     checkpoints: Path | None = None
     token: str | None = None
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(32))
+
+    def any_host(self) -> bool:
+        """A board on every address with a token answers any Host (see the module docstring)."""
+        return self.host in _EVERY_ADDRESS and self.token is not None
 
     def allowed_hosts(self) -> set[str]:
         names = {self.host} | (_LOCAL if is_local(self.host) else set())
@@ -79,7 +98,7 @@ class _Guard:
             return
         request = Request(scope)
         host = request.headers.get("host", "")
-        if host not in self.config.allowed_hosts():
+        if not self.config.any_host() and host not in self.config.allowed_hosts():
             response: Response = PlainTextResponse(
                 f"This board answers only at {sorted(self.config.allowed_hosts())}.", 403
             )
@@ -88,7 +107,7 @@ class _Guard:
         token = self.config.token
         if token is not None:
             given = request.query_params.get("token")
-            if given is not None and hmac.compare_digest(given, token):
+            if given is not None and same_secret(given, token):
                 rest = {k: v for k, v in request.query_params.items() if k != "token"}
                 target = request.url.path + (f"?{urlencode(rest)}" if rest else "")
                 response = RedirectResponse(target, 303)
@@ -100,7 +119,7 @@ class _Guard:
             held = request.cookies.get("board_token") or request.headers.get(
                 "authorization", ""
             ).removeprefix("Bearer ")
-            if not hmac.compare_digest(held, token):
+            if not same_secret(held, token):
                 response = PlainTextResponse("This board needs its token: open ?token=...", 401)
                 await response(scope, receive, send)
                 return
@@ -131,7 +150,7 @@ async def _checked_form(request: Request, config: BoardConfig) -> dict[str, str]
         return None
     form = await request.form()
     given = form.get("csrf")
-    if not isinstance(given, str) or not hmac.compare_digest(given, config.csrf):
+    if not same_secret(given, config.csrf):
         return None
     return {key: value for key, value in form.items() if isinstance(value, str)}
 
@@ -200,7 +219,9 @@ def _page_routes(config: BoardConfig, state: dict[str, Any]) -> list[Route | Mou
         if state["store"] is None:
             return _html(None)
         session_id = request.path_params["session_id"]
-        return _html(await stores_page.conversation_page(state["store"], session_id, config.csrf))
+        runs = runs_page.runs_of_session(config.path, session_id)
+        shown = await stores_page.conversation_page(state["store"], session_id, config.csrf, runs)
+        return _html(shown)
 
     async def approvals(request: Request) -> Response:
         note = request.query_params.get("note", "")
@@ -221,7 +242,7 @@ def _page_routes(config: BoardConfig, state: dict[str, Any]) -> list[Route | Mou
         Route("/training", training),
         Route("/training/fit", fit),
         Route("/conversations", conversations),
-        Route("/conversations/{session_id}", conversation),
+        Route("/conversations/{session_id:path}", conversation),
         Route("/approvals", approvals),
         Route("/checkpoints", checkpoints),
     ]
@@ -252,6 +273,6 @@ def _action_routes(config: BoardConfig, state: dict[str, Any]) -> list[Route | M
         return RedirectResponse("/approvals?" + urlencode({"note": note}), 303)
 
     return [
-        Route("/conversations/{session_id}/delete", delete, methods=["POST"]),
+        Route("/conversations/{session_id:path}/delete", delete, methods=["POST"]),
         Route("/approvals/{workflow_id:path}/{call_id}", decide, methods=["POST"]),
     ]

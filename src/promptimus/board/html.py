@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from html import escape
@@ -13,7 +14,7 @@ from urllib.parse import quote
 
 from .parameter_diff import Change, one_line
 
-__all__ = ["diff_block", "esc", "page", "table", "when"]
+__all__ = ["count", "diff_block", "esc", "number", "page", "table", "when"]
 
 NAV = [
     ("runs", "/runs", "Runs"),
@@ -60,19 +61,43 @@ def table(head: Sequence[str], rows: Iterable[Sequence[str]], *, empty: str) -> 
     return f"<table><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
 
 
-def when(seconds: float | None) -> str:
+def number(value: Any) -> float | None:
+    """`value` if it is a finite number (not a bool), else None: a file written elsewhere may
+    hold any type in any column."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def count(value: Any) -> str:
+    """A count read from a file, as HTML: a whole number as digits, anything else escaped."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
+    return "0" if value is None else esc(value)
+
+
+def when(seconds: Any) -> str:
+    """A Unix time as text (anything else as it is, for `esc`)."""
     if seconds is None:
         return ""
-    return datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    value = number(seconds)
+    if value is None:
+        return str(seconds)
+    try:
+        return datetime.fromtimestamp(value, UTC).strftime("%Y-%m-%d %H:%M:%S")
+    except (OverflowError, OSError, ValueError):
+        return str(seconds)
 
 
-def pretty(text: str | None) -> str:
+def pretty(text: Any) -> str:
     """JSON text indented for reading (other text as it is)."""
     if text is None:
         return ""
+    if not isinstance(text, str):
+        return str(text)
     try:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
 
 

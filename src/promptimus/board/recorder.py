@@ -33,7 +33,7 @@ import itertools
 import logging
 import os
 import queue
-import re
+import sqlite3
 import threading
 import time
 import traceback
@@ -49,61 +49,27 @@ from ..agents.run_state import RunState, resuming
 from ..argument_checks import finite_number, positive_int
 from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
 from ..core.module import Module
+from ..core.session import current_session
 from ..dto.message import Message
 from ..dto.usage import Usage
-from ..errors import ApprovalRequired, InvalidArgument
+from ..errors import ApprovalRequired, GuardrailTripped, InvalidArgument
+from ..guardrails.guardrail import Guardrail
 from ..observe.module_path import absolute_path
 from ..observe.pricing import Pricing, check_pricing, cost_of
 from ..observe.provider_calls import ProviderCall, register_provider_call_observer
 from ..sqlite_file import SQLiteFile
-from ..tracing.attribute_values import REDACTED, ValueEncoder
+from ..tracing.attribute_values import ValueEncoder
 from ..transport.secret_scrub import redact_secrets
+from .redaction import BoardEncoder, secret_env_values
 from .store import create
 
 __all__ = ["Recording", "record"]
 
 _log = logging.getLogger(__name__)
-_SECRET_ENV = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD)", re.IGNORECASE)
-# values of such variables that are settings, not secrets: redacting them would change every
-# `false` or `3600` written (TOKENIZERS_PARALLELISM=false, SESSION_TOKEN_SECONDS=3600)
-_NOT_SECRETS = frozenset({"true", "false", "yes", "no", "none", "null", "on", "off", "auto"})
 _PROVIDER_KIND = {"llm": "LLM", "embedding": "EMBEDDING", "rerank": "RERANKER"}
 _MAX_BATCH = 2000
 _QUIET = 0.005
 _MAX_DELAY = 1.0
-
-
-def _secret_env_values() -> list[str]:
-    """The values of the environment variables whose names say KEY, TOKEN, SECRET or PASSWORD,
-    but for flags and numbers."""
-    return [
-        value
-        for name, value in os.environ.items()
-        if _SECRET_ENV.search(name)
-        and value.strip().lower() not in _NOT_SECRETS
-        and not value.strip().isdigit()
-    ]
-
-
-# the password of a URL (`postgresql://user:password@host/db`): a database URL among a run's
-# values (its deps, an error) is written without it. Each part is bounded, so a long run of
-# letters cannot make the search quadratic.
-_URL_PASSWORD = re.compile(
-    r"([a-zA-Z][a-zA-Z0-9+.-]{0,30}://[^:@/\s\"'\\]{0,256}:)([^@/\s\"'\\]{1,256})@"
-)
-
-
-class _Encoder(ValueEncoder):
-    """The tracing encoder (known secrets redacted, long texts cut), also leaving out the
-    passwords of URLs."""
-
-    __slots__ = ()
-
-    def redact(self, value: str) -> str:
-        value = super().redact(value)
-        if "://" in value and "@" in value:
-            value = _URL_PASSWORD.sub(r"\1" + REDACTED + "@", value)
-        return value
 
 
 class _Span:
@@ -126,6 +92,7 @@ class _Span:
         "parent",
         "provider",
         "resumes",
+        "session",
         "started",
         "tokens",
         "usage",
@@ -146,6 +113,7 @@ class _Span:
         self.model: str | None = None
         self.usage: Usage | None = None
         self.resumes: RunState | None = None  # on a run's root: the paused run it goes on with
+        self.session: str | None = None  # on a run's root: the conversation it was a turn of
         # set by the writer thread alone
         self.id: str | None = None
         self.name: str | None = None
@@ -209,8 +177,8 @@ class Recording:
         if self.path.is_dir():
             raise InvalidArgument(f"{self.path} is a folder; record(path) takes a .sqlite file.")
         self.pricing = check_pricing(pricing)
-        self.encoder = _Encoder(int(max_value_chars))
-        self.encoder.add_secrets(_secret_env_values())
+        self.encoder = BoardEncoder(int(max_value_chars))
+        self.encoder.add_secrets(secret_env_values())
         self.batch_seconds = float(batch_seconds)
         self.written = 0  # rows written so far (spans and runs)
         # span ids: unique across the processes writing one file, cheap to make. 64 random
@@ -330,6 +298,8 @@ class Recording:
         put = self._queue.put
         if parent is None:
             span.resumes = resuming()
+            session = current_session()
+            span.session = None if session is None else session.name
             put(("run", span))  # shown as running until it ends
         token = current.set(span)
         try:
@@ -457,15 +427,12 @@ class Recording:
         with self._file.using() as db:
             self._file.begin(db)
             try:
-                if spans:
-                    db.executemany(_INSERT_SPANS, spans)
-                if run_rows:
-                    db.executemany(_INSERT_RUNS, run_rows)
+                kept = _insert(db, _INSERT_SPANS, spans) + _insert(db, _INSERT_RUNS, run_rows)
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
-        self.written += len(spans) + len(run_rows)
+        self.written += kept
 
     def span_id(self, span: _Span | None) -> str | None:
         if span is None:
@@ -487,6 +454,8 @@ class Recording:
         if span.call_kind is None:
             assert module is not None
             span.kind = _module_kind(module)
+            if isinstance(module, Guardrail):  # by its name, not its place in a list
+                where = f"{where.rpartition('.')[0] or where}.{module.name}"
             span.name = where
         else:
             span.name = f"{where}.{span.call_kind}"
@@ -510,7 +479,7 @@ class Recording:
         its module's tree (its request is written before any of them is called), a wrapper's
         those of the providers it wraps."""
         enc = self.encoder
-        enc.add_secrets(_secret_env_values())
+        enc.add_secrets(secret_env_values())
         providers: dict[int, Any] = {}  # held here, so no id is reused while this runs
         modules: dict[int, Module] = {}  # the trees of the runs that start
         for tag, span in items:
@@ -653,6 +622,7 @@ class _Rows:
             answer,
             getattr(paused, "id", None) if isinstance(span.error, ApprovalRequired) else None,
             None if span.resumes is None else span.resumes.id,
+            span.session,
         )
 
     def bare_run(self, span: _Span) -> tuple[Any, ...]:
@@ -679,13 +649,14 @@ class _Rows:
             None,
             None,
             None,
+            span.session,
         )
 
     def error(self, span: _Span, *, full: bool) -> str | None:
         error = span.error
         if span.ended is None or error is None or isinstance(error, ApprovalRequired):
             return None
-        if full:
+        if full and not isinstance(error, GuardrailTripped):  # a verdict, not a failure
             text = "".join(traceback.format_exception(type(error), error, error.__traceback__))
         else:
             try:
@@ -821,6 +792,8 @@ def _answer(output: Any) -> Any:
 def _status(span: _Span) -> str:
     if isinstance(span.error, ApprovalRequired):  # a run paused for a person's decision
         return "needs_approval"
+    if isinstance(span.error, GuardrailTripped):  # a guardrail's verdict, not a failure
+        return "blocked"
     if span.error is not None:
         return "error"
     if span.output is None or isinstance(span.output, str | Message):
@@ -838,6 +811,9 @@ def _request_text(enc: ValueEncoder, span: _Span) -> str:
         messages = span.args if isinstance(span.args, list) else []
     else:
         value = call_input(*span.args)
+        if isinstance(value, dict) and len(value) == 1:  # one keyword (`evaluate`'s `text=`)
+            only = next(iter(value.values()))
+            value = only if isinstance(only, str) else value
         messages = value if isinstance(value, list) else [value]
     for message in reversed(messages):
         if isinstance(message, str):
@@ -850,8 +826,35 @@ def _request_text(enc: ValueEncoder, span: _Span) -> str:
     return "" if value is None else (enc.json(value) if not isinstance(value, str) else value)
 
 
-_INSERT_SPANS = f"INSERT OR REPLACE INTO spans VALUES ({', '.join('?' * 15)})"
+# by column name: a file a newer version wrote (a column more) takes these rows as well
+_INSERT_SPANS = (
+    "INSERT OR REPLACE INTO spans (id, run_id, parent_id, name, kind, started, ended, status, "
+    "error, input, output, model, prompt_tokens, completion_tokens, cost) "
+    f"VALUES ({', '.join('?' * 15)})"
+)
 _INSERT_RUNS = (
     "INSERT OR REPLACE INTO runs (id, name, request, status, started, ended, tokens, cost, "
-    "error, answer, paused_state, resumes) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "error, answer, paused_state, resumes, session) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+
+
+def _insert(db: Any, statement: str, rows: list[tuple[Any, ...]]) -> int:
+    """Write `rows`, all at once; if the file refuses one (a constraint or trigger of a newer
+    version's file), each on its own, so only the refused rows are lost (a failed statement
+    is undone alone, the transaction goes on). The number of rows written."""
+    if not rows:
+        return 0
+    try:
+        db.executemany(statement, rows)
+        return len(rows)
+    except sqlite3.DatabaseError:
+        _log.debug("promptimus.board: a row was refused; writing them one by one", exc_info=True)
+    kept = 0
+    for row in rows:
+        try:
+            db.execute(statement, row)
+            kept += 1
+        except sqlite3.DatabaseError:
+            _log.warning("promptimus.board could not write a row (%s)", row[:2], exc_info=True)
+    return kept

@@ -8,22 +8,57 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .html import esc, page, pretty, table, url, when
-from .store import rows
+from .html import count, esc, number, page, pretty, table, url, when
+from .store import read, rows
 
-__all__ = ["run_page", "runs_page"]
+__all__ = ["run_page", "runs_of_session", "runs_page"]
 
-STATUSES = ("ok", "error", "running", "needs_approval")
+STATUSES = ("ok", "error", "blocked", "running", "needs_approval")
 
 
 def _duration(row: dict[str, Any]) -> str:
     if row.get("ended") is None:
         return "…"
-    return f"{(row['ended'] - row['started']) * 1000:.0f} ms"
+    started, ended = number(row.get("started")), number(row.get("ended"))
+    if started is None or ended is None:
+        return ""
+    return f"{(ended - started) * 1000:.0f} ms"
 
 
-def _cost(value: float | None) -> str:
-    return "" if value is None else f"${value:.6f}"
+def _cost(value: Any) -> str:
+    if value is None:
+        return ""
+    amount = number(value)
+    return esc(value) if amount is None else f"${amount:.6f}"
+
+
+def _problem(text: str | None) -> str:
+    """What of the file could not be read, named above what could."""
+    return f"<p class='err problem'>{esc(text)}; the rest is shown.</p>" if text else ""
+
+
+def _run_row(r: dict[str, Any]) -> list[str]:
+    try:
+        return [
+            f'<a href="{url("runs", str(r["id"]))}">{esc(_short(r["request"]) or r["name"])}</a>'
+            + _RESUMED * bool(r.get("resumes")),
+            f'<span class="badge {esc(r["status"])}">{esc(r["status"])}</span>',
+            esc(when(r["started"])),
+            _duration(r),
+            count(r["tokens"]),
+            _cost(r["cost"]),
+            _session_link(r.get("session")),
+            f"<span class=err>{esc(_short(r['error']))}</span>",
+        ]
+    except Exception as exc:  # a row a newer or damaged file holds: named, the others shown
+        return [f"<span class=err>this row cannot be shown ({esc(exc)})</span>"] + [""] * 7
+
+
+def _session_link(session: Any) -> str:
+    """The stored conversation a run was a turn of, linked to its page."""
+    if not session:
+        return ""
+    return f'<a class=session href="{url("conversations", str(session))}">{esc(session)}</a>'
 
 
 def runs_page(path: Path, query: str, status: str) -> str:
@@ -37,7 +72,7 @@ def runs_page(path: Path, query: str, status: str) -> str:
         params += [f"%{query}%"] * 4
     if where:
         sql += " WHERE " + " AND ".join(where)
-    found = rows(path, sql + " ORDER BY started DESC LIMIT 500", tuple(params))
+    found, problem = read(path, sql + " ORDER BY started DESC LIMIT 500", tuple(params))
     options = "".join(
         f'<option value="{s}"{" selected" if s == status else ""}>{s}</option>' for s in STATUSES
     )
@@ -48,23 +83,12 @@ def runs_page(path: Path, query: str, status: str) -> str:
         "<button>Filter</button></form>"
     )
     listed = table(
-        ["request", "status", "started", "duration", "tokens", "cost", "error"],
-        (
-            [
-                f'<a href="{url("runs", r["id"])}">{esc(_short(r["request"]) or r["name"])}</a>'
-                + _RESUMED * bool(r.get("resumes")),
-                f'<span class="badge {esc(r["status"])}">{esc(r["status"])}</span>',
-                esc(when(r["started"])),
-                _duration(r),
-                str(r["tokens"] or 0),
-                _cost(r["cost"]),
-                f"<span class=err>{esc(_short(r['error']))}</span>",
-            ]
-            for r in found
-        ),
-        empty=f"No runs recorded in {path} yet; they show here as they land.",
+        ["request", "status", "started", "duration", "tokens", "cost", "conversation", "error"],
+        (_run_row(r) for r in found),
+        empty="" if problem else f"No runs recorded in {path} yet; they show here as they land.",
     )
-    return page("Runs", "runs", form + f"<div id=runs>{listed}</div>", live=True)
+    body = form + f"<div id=runs>{_problem(problem)}{listed}</div>"
+    return page("Runs", "runs", body, live=True)
 
 
 _RESUMED = (
@@ -94,55 +118,68 @@ def _links(path: Path, run: dict[str, Any]) -> str:
     return out
 
 
-def _short(text: str | None, size: int = 90) -> str:
-    if not text:
+def _short(value: Any, size: int = 90) -> str:
+    if value is None or value == "":
         return ""
-    text = " ".join(text.split())
+    text = " ".join(str(value).split())
     return text if len(text) <= size else text[: size - 1] + "…"
 
 
 def run_page(path: Path, run_id: str) -> str | None:
-    found = rows(path, "SELECT * FROM runs WHERE id = ?", (run_id,))
+    found, problem = read(path, "SELECT * FROM runs WHERE id = ?", (run_id,))
     if not found:
+        if problem:
+            return page("Run", "runs", _problem(problem))
         return None
     run = found[0]
-    spans = rows(path, "SELECT * FROM spans WHERE run_id = ? ORDER BY started", (run_id,))
-    facts = (
+    spans, problem = read(path, "SELECT * FROM spans WHERE run_id = ? ORDER BY started", (run_id,))
+    facts = _problem(problem) + (
         f"<dl class=facts><dt>status</dt><dd><span class='badge {esc(run['status'])}'>"
         f"{esc(run['status'])}</span></dd><dt>started</dt><dd>{esc(when(run['started']))}</dd>"
-        f"<dt>duration</dt><dd>{_duration(run)}</dd><dt>tokens</dt><dd>{run['tokens'] or 0}</dd>"
-        f"<dt>cost</dt><dd>{_cost(run['cost'])}</dd>{_links(path, run)}</dl>"
+        f"<dt>duration</dt><dd>{_duration(run)}</dd><dt>tokens</dt><dd>{count(run['tokens'])}</dd>"
+        f"<dt>cost</dt><dd>{_cost(run['cost'])}</dd>{_links(path, run)}"
+        + (
+            f"<dt>conversation</dt><dd>{_session_link(run.get('session'))}</dd>"
+            * bool(run.get("session"))
+        )
+        + "</dl>"
         f"<h2>Request</h2><pre class=text>{esc(run['request'])}</pre>"
     )
     if run["answer"] is not None:
         facts += f"<h2>Answer</h2><pre class='text answer'>{esc(_plain(run['answer']))}</pre>"
-    if run["error"]:
+    if run["error"] and run["status"] == "blocked":
+        facts += f"<h2>Blocked</h2><pre class='text blocked'>{esc(run['error'])}</pre>"
+    elif run["error"]:
         facts += f"<h2>Error</h2><pre class='text err'>{esc(run['error'])}</pre>"
     body = facts + "<h2>Spans</h2>" + _waterfall(run, spans) + _tool_calls(spans) + _calls(spans)
-    return page(_short(run["request"], 60) or run["name"], "runs", body)
+    return page(_short(run["request"], 60) or str(run["name"]), "runs", body)
 
 
-def _plain(text: str) -> str:
+def _plain(text: Any) -> str:
+    if not isinstance(text, str):
+        return str(text)
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return text
     return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
 
 
 def _waterfall(run: dict[str, Any], spans: list[dict[str, Any]]) -> str:
-    if not spans:
+    timed = [s for s in spans if number(s.get("started")) is not None]
+    if not timed:
         return "<p class=empty>No spans yet.</p>"
-    start = min(s["started"] for s in spans)
-    end = max((s["ended"] or s["started"]) for s in spans)
+    start = min(float(s["started"]) for s in timed)
+    end = max(number(s.get("ended")) or float(s["started"]) for s in timed)
     total = max(end - start, 1e-6)
     depth: dict[str, int] = {}
     out = []
-    for span in spans:
-        level = depth[span["id"]] = depth.get(span["parent_id"] or "", -1) + 1
-        left = (span["started"] - start) / total * 100
-        width = max(((span["ended"] or end) - span["started"]) / total * 100, 0.4)
-        took = ((span["ended"] or end) - span["started"]) * 1000
+    for span in timed:
+        level = depth[str(span["id"])] = depth.get(str(span["parent_id"] or ""), -1) + 1
+        began, ended = float(span["started"]), number(span.get("ended")) or end
+        left = (began - start) / total * 100
+        width = max((ended - began) / total * 100, 0.4)
+        took = (ended - began) * 1000
         out.append(
             f'<div class="span {esc(span["status"])}">'
             f'<a class=label href="#span-{esc(span["id"])}" style="padding-left:{level}em">'
@@ -161,7 +198,7 @@ def _tool_calls(spans: list[dict[str, Any]]) -> str:
         ["tool", "arguments", "result", "status"],
         (
             [
-                esc(s["name"].rsplit(".", 1)[-1]),
+                esc(str(s["name"]).rsplit(".", 1)[-1]),
                 f"<pre>{esc(pretty(s['input']))}</pre>",
                 f"<pre>{esc(_plain(s['output']) if s['output'] else s['error'] or '')}</pre>",
                 f'<span class="badge {esc(s["status"])}">{esc(s["status"])}</span>',
@@ -176,33 +213,40 @@ def _tool_calls(spans: list[dict[str, Any]]) -> str:
 def _calls(spans: list[dict[str, Any]]) -> str:
     out = []
     for span in spans:
-        head = (
-            f'<summary id="span-{esc(span["id"])}"><span class=kind>{esc(span["kind"])}</span> '
-            f"{esc(span['name'])}"
-        )
-        if span["model"]:
-            head += f" · {esc(span['model'])}"
-        if span["prompt_tokens"] is not None:
-            head += f" · {span['prompt_tokens']}+{span['completion_tokens'] or 0} tokens"
-        head += "</summary>"
-        if span["kind"] == "LLM":
-            inner = _messages(span["input"]) + "<h3>Reply</h3>" + _messages(span["output"])
-        else:
-            inner = f"<h3>Input</h3><pre>{esc(pretty(span['input']))}</pre>"
-            inner += f"<h3>Output</h3><pre>{esc(pretty(span['output']))}</pre>"
-        if span["error"]:
-            inner += f"<h3>Error</h3><pre class=err>{esc(span['error'])}</pre>"
-        opened = " open" if span["kind"] == "LLM" or span["error"] else ""
-        out.append(f"<details class=call{opened}>{head}{inner}</details>")
+        try:
+            out.append(_call(span))
+        except Exception as exc:  # a row a damaged file holds: named, the others shown
+            out.append(f"<p class=err>A span cannot be shown ({esc(exc)}).</p>")
     return "<h2>Calls</h2>" + "".join(out)
 
 
-def _messages(text: str | None) -> str:
+def _call(span: dict[str, Any]) -> str:
+    head = (
+        f'<summary id="span-{esc(span["id"])}"><span class=kind>{esc(span["kind"])}</span> '
+        f"{esc(span['name'])}"
+    )
+    if span["model"]:
+        head += f" · {esc(span['model'])}"
+    if span["prompt_tokens"] is not None:
+        head += f" · {count(span['prompt_tokens'])}+{count(span['completion_tokens'])} tokens"
+    head += "</summary>"
+    if span["kind"] == "LLM":
+        inner = _messages(span["input"]) + "<h3>Reply</h3>" + _messages(span["output"])
+    else:
+        inner = f"<h3>Input</h3><pre>{esc(pretty(span['input']))}</pre>"
+        inner += f"<h3>Output</h3><pre>{esc(pretty(span['output']))}</pre>"
+    if span["error"]:
+        inner += f"<h3>Error</h3><pre class=err>{esc(span['error'])}</pre>"
+    opened = " open" if span["kind"] == "LLM" or span["error"] else ""
+    return f"<details class=call{opened}>{head}{inner}</details>"
+
+
+def _messages(text: Any) -> str:
     if not text:
         return "<p class=empty>nothing</p>"
     try:
         value = json.loads(text)
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return f"<pre>{esc(text)}</pre>"
     messages = value if isinstance(value, list) else [value]
     out = []
@@ -212,11 +256,28 @@ def _messages(text: str | None) -> str:
             continue
         role = str(message.get("role", ""))
         body = f"<pre>{esc(message.get('content', ''))}</pre>" if message.get("content") else ""
-        for call in message.get("tool_calls") or ():
-            function = call.get("function") or {}
+        calls = message.get("tool_calls")
+        for call in calls if isinstance(calls, list) else ():
+            function = call.get("function") if isinstance(call, dict) else None
+            function = function if isinstance(function, dict) else {}
             body += (
                 f"<p class=toolcall>→ {esc(function.get('name'))}"
                 f"({esc(function.get('arguments'))})</p>"
             )
         out.append(f'<div class="msg {esc(role)}"><span class=role>{esc(role)}</span>{body}</div>')
     return "".join(out)
+
+
+def runs_of_session(path: Path, session_id: str) -> str:
+    """The runs recorded as turns of the conversation `session_id`, linked (for its page)."""
+    found, problem = read(
+        path, "SELECT * FROM runs WHERE session = ? ORDER BY started", (session_id,)
+    )
+    if not found and (not problem or "no such column" in problem):  # none, or an older file
+        return ""
+    listed = table(
+        ["request", "status", "started", "duration", "tokens", "cost", "conversation", "error"],
+        (_run_row(r) for r in found),
+        empty="",
+    )
+    return f"<h2>Runs</h2>{_problem(problem)}<div class=runs>{listed}</div>"

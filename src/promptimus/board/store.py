@@ -3,10 +3,12 @@
 A run is one outermost module call (an agent's `run`, a module called with nothing around it).
 Each module call, model call and tool call inside it is a span, with its parent span:
 
-- `runs`: id, request, status ("running", "ok", "error", "needs_approval"), started and ended
+- `runs`: id, request, status ("running", "ok", "error", "blocked" by a guardrail,
+  "needs_approval"), started and ended
   (Unix seconds), tokens, cost, the error text, the answer; for a run that paused for
   approval the id of its paused state (`paused_state`), and for a run that resumed one, that
-  id (`resumes`): the link between a paused run and its continuation.
+  id (`resumes`): the link between a paused run and its continuation; the stored
+  conversation (`pm.Session` name) the run was a turn of (`session`).
 - `spans`: id, run, parent, name (the module path; a model call is `<path>.llm`), kind
   ("AGENT", "CHAIN", "TOOL", "LLM", ...), start and end, status, error, input and output
   (JSON text), the model, token counts, cost, and for a model call its messages and reply.
@@ -18,7 +20,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SCHEMA", "create", "open_for_reading", "rows"]
+__all__ = ["SCHEMA", "create", "open_for_reading", "read", "rows"]
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS runs (
@@ -33,7 +35,8 @@ CREATE TABLE IF NOT EXISTS runs (
     error TEXT,
     answer TEXT,
     paused_state TEXT,
-    resumes TEXT
+    resumes TEXT,
+    session TEXT
 );
 CREATE INDEX IF NOT EXISTS runs_started ON runs (started);
 CREATE TABLE IF NOT EXISTS spans (
@@ -58,7 +61,11 @@ CREATE INDEX IF NOT EXISTS spans_run ON spans (run_id, started);
 
 
 # columns added since the first files were written: (table, column, type)
-_ADDED = (("runs", "paused_state", "TEXT"), ("runs", "resumes", "TEXT"))
+_ADDED = (
+    ("runs", "paused_state", "TEXT"),
+    ("runs", "resumes", "TEXT"),
+    ("runs", "session", "TEXT"),
+)
 
 
 def create(db: sqlite3.Connection) -> None:
@@ -86,14 +93,30 @@ def open_for_reading(path: Path) -> sqlite3.Connection | None:
 def rows(path: Path, query: str, parameters: tuple[Any, ...] = ()) -> list[dict[str, Any]]:
     """The rows of `query` on the board file as dicts ([] while the file or its tables do not
     exist yet: a board started before the first run shows an empty page)."""
-    db = open_for_reading(path)
-    if db is None:
-        return []
+    return read(path, query, parameters)[0]
+
+
+def read(
+    path: Path, query: str, parameters: tuple[Any, ...] = ()
+) -> tuple[list[dict[str, Any]], str | None]:
+    """The rows of `query` that can be read, and what could not be, if anything: a damaged
+    file (cut short, overwritten, not SQLite) still shows the rows before the damage."""
+    found: list[dict[str, Any]] = []
     try:
-        return [dict(row) for row in db.execute(query, parameters)]
+        db = open_for_reading(path)
+    except sqlite3.Error as exc:
+        return found, f"{path} cannot be opened ({exc})"
+    if db is None:
+        return found, None
+    try:
+        for row in db.execute(query, parameters):
+            found.append(dict(row))
     except sqlite3.OperationalError as exc:
-        if "no such table" in str(exc):
-            return []
-        raise
+        if "no such table" in str(exc) and not found:
+            return found, None
+        return found, f"{path} cannot be read past row {len(found)} ({exc})"
+    except sqlite3.Error as exc:
+        return found, f"{path} cannot be read past row {len(found)} ({exc})"
     finally:
         db.close()
+    return found, None

@@ -8,9 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoint.read import read_checkpoint
-from ..errors import InvalidArgument
+from ..errors import InvalidArgument, PromptimusError
 from .html import diff_block, esc, page, table, url
 from .parameter_diff import flat_parameters, parameter_changes
+from .redaction import BoardEncoder, page_redactor
 
 __all__ = ["checkpoints_page", "conversation_page", "conversations_page", "open_store"]
 
@@ -43,11 +44,14 @@ async def conversations_page(store: Any, csrf: str) -> str:
     ids = await store.list_sessions()
     listed = []
     for session_id in ids:
-        turns = await store.load_turns(session_id)
+        try:
+            turns = str(len(await store.load_turns(session_id)))
+        except PromptimusError as exc:  # its turns cannot be read: named, the others listed
+            turns = f"<span class=err>{esc(exc)}</span>"
         listed.append(
             [
                 f'<a href="{url("conversations", session_id)}">{esc(session_id)}</a>',
-                str(len(turns)),
+                turns,
                 _delete_form(session_id, csrf),
             ]
         )
@@ -64,44 +68,69 @@ def _delete_form(session_id: str, csrf: str) -> str:
     )
 
 
-async def conversation_page(store: Any, session_id: str, csrf: str) -> str | None:
+async def conversation_page(store: Any, session_id: str, csrf: str, runs: str = "") -> str | None:
+    """A stored conversation turn by turn; `runs`: its recorded runs, as HTML."""
     turns = await store.load_turns(session_id)
     if not turns:
         return None
+    redactor = page_redactor()  # what `record()` leaves out of a run, left out here too
     out = []
     for turn in turns:
-        messages = _turn_messages(turn.payload)
-        shown = "".join(
-            f'<div class="msg {esc(m.get("role"))}"><span class=role>{esc(m.get("role"))}</span>'
-            f"<pre>{esc(_content(m))}</pre></div>"
-            for m in messages
-        )
-        out.append(f"<section class=turn><h2>Turn {turn.seq}</h2>{shown}</section>")
-    body = "".join(out) + _delete_form(session_id, csrf)
+        try:
+            shown = "".join(_message(m, redactor) for m in _turn_messages(turn.payload))
+        except Exception as exc:  # a turn this page cannot read: named, the others shown
+            shown = (
+                f"<p class=err>This turn cannot be shown ({esc(redactor.redact(str(exc)))}).</p>"
+            )
+        out.append(f"<section class=turn><h2>Turn {esc(turn.seq)}</h2>{shown}</section>")
+    body = "".join(out) + runs + _delete_form(session_id, csrf)
     return page(f"Conversation {session_id}", "conversations", body)
 
 
+def _message(message: dict[str, Any], redactor: BoardEncoder) -> str:
+    role = esc(message.get("role"))
+    text = redactor.redact(_content(message))
+    return f'<div class="msg {role}"><span class=role>{role}</span><pre>{esc(text)}</pre></div>'
+
+
+class MalformedTurn(ValueError):
+    """A stored turn that is not what `RecordedMemory` writes."""
+
+
 def _turn_messages(payload: str) -> list[dict[str, Any]]:
-    """The messages a stored turn appended to its memories (see `RecordedMemory`)."""
+    """The messages a stored turn appended to its memories (see `RecordedMemory`);
+    `MalformedTurn` for a turn of another shape."""
     try:
         data = json.loads(payload)
-    except ValueError:
+    except (ValueError, TypeError, RecursionError):
         return [{"role": "?", "content": payload}]
-    messages = []
-    for change in data.get("changes", []) if isinstance(data, dict) else []:
+    if not isinstance(data, dict) or not isinstance(data.get("changes", []), list):
+        raise MalformedTurn("it holds no list of changes")
+    messages: list[Any] = []
+    for change in data.get("changes", []):
         if isinstance(change, list) and len(change) == 2 and isinstance(change[1], list):
             action = change[1]
             if action and action[0] == "extend" and len(action) == 2:
-                messages += [m for m in action[1] if isinstance(m, dict)]
+                if not isinstance(action[1], list):
+                    raise MalformedTurn("an extend that holds no list of messages")
+                messages += action[1]
             elif action and action[0] == "replace_last" and len(action) == 2:
                 messages.append(action[1])
+    for message in messages:
+        if not isinstance(message, dict):
+            raise MalformedTurn(f"a message that is not an object: {str(message)[:80]!r}")
     return messages
 
 
 def _content(message: dict[str, Any]) -> str:
     text = str(message.get("content") or "")
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
+    calls = message.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise MalformedTurn(f"tool_calls is not a list: {str(calls)[:80]!r}")
+    for call in calls:
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict):
+            raise MalformedTurn(f"a tool call that names no function: {str(call)[:80]!r}")
         text += f"\n→ {function.get('name')}({function.get('arguments')})"
     return text.strip()
 

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoint.read import read_checkpoint
-from .html import diff_block, esc, page, table, text_diff, url
+from .html import count, diff_block, esc, number, page, table, text_diff, url
 from .parameter_diff import flat_parameters, parameter_changes
 
 __all__ = ["fit_page", "fits", "training_page"]
@@ -26,14 +26,41 @@ def fits(root: Path | None) -> list[Path]:
 
 
 def history(folder: Path) -> list[dict[str, Any]]:
-    entries = []
-    for line in (folder / HISTORY).read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            try:
-                entries.append(json.loads(line))
-            except ValueError:
-                continue  # a line cut by a crash: the rest is still shown
-    return entries
+    return read_history(folder)[0]
+
+
+def read_history(folder: Path) -> tuple[list[dict[str, Any]], list[str]]:
+    """The entries of the fit's history.jsonl that can be read, and what could not be (a line
+    cut by a crash, a line that is not a JSON object, a file that is not text): the rest is
+    still shown."""
+    entries: list[dict[str, Any]] = []
+    problems: list[str] = []
+    try:
+        text = (folder / HISTORY).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        return entries, [f"{HISTORY} cannot be read ({exc})"]
+    for number_, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entry = json.loads(line)
+        except (ValueError, RecursionError):
+            problems.append(f"line {number_} of {HISTORY} is not JSON")
+            continue
+        if isinstance(entry, dict):
+            entries.append(entry)
+        else:
+            problems.append(f"line {number_} of {HISTORY} is not a JSON object")
+    return entries, problems
+
+
+def _problems(problems: list[str]) -> str:
+    if not problems:
+        return ""
+    shown = "; ".join(problems[:5]) + (
+        f"; and {len(problems) - 5} more" if len(problems) > 5 else ""
+    )
+    return f"<p class='err problem'>{esc(shown)}: left out, the rest is shown.</p>"
 
 
 def training_page(root: Path | None) -> str:
@@ -43,7 +70,8 @@ def training_page(root: Path | None) -> str:
     listed = []
     for folder in found:
         entries = history(folder)
-        best = max((e.get("val_score", 0) for e in entries if e.get("accepted")), default=None)
+        scores = (number(e.get("val_score")) for e in entries if e.get("accepted") is True)
+        best = max((score for score in scores if score is not None), default=None)
         name = str(folder.relative_to(root)) if folder != root else folder.name
         listed.append(
             [
@@ -51,7 +79,7 @@ def training_page(root: Path | None) -> str:
                 str(len(entries) - 1 if entries else 0),
                 esc(_score(entries[0].get("val_score")) if entries else ""),
                 esc(_score(best)),
-                str(entries[-1].get("tokens", 0) if entries else 0),
+                count(entries[-1].get("tokens", 0) if entries else 0),
             ]
         )
     body = table(
@@ -70,29 +98,30 @@ def fit_page(root: Path, name: str) -> str | None:
     folder = (root / name).resolve()
     if not folder.is_relative_to(root.resolve()) or not (folder / HISTORY).is_file():
         return None
-    entries = history(folder)
-    if not entries:
+    entries, problems = read_history(folder)
+    if not entries and not problems:
         return None
-    body = "<h2>Score against spend</h2>" + chart(entries)
+    body = _problems(problems) + "<h2>Score against spend</h2>" + chart(entries)
     body += "<h2>Candidates</h2>" + _candidates(entries)
-    body += "<h2>Best checkpoint against the start</h2>" + _best_diff(folder, entries)
+    if entries:
+        body += "<h2>Best checkpoint against the start</h2>" + _best_diff(folder, entries)
     return page(f"Fit {name}", "training", body)
 
 
 def _spend(entry: dict[str, Any], by_tokens: bool) -> float:
-    return float(entry.get("tokens", 0) if by_tokens else entry.get("calls", 0))
+    return number(entry.get("tokens" if by_tokens else "calls")) or 0.0
 
 
 def chart(entries: list[dict[str, Any]]) -> str:
     """Each candidate's validation score against what had been spent (tokens, or module calls
     when no token was counted): kept candidates filled, the best-so-far line stepped. (A
     proposal turned down on its minibatch has no validation score: it is in the table only.)"""
-    entries = [e for e in entries if isinstance(e.get("val_score"), int | float)]
+    entries = [e for e in entries if number(e.get("val_score")) is not None]
     if not entries:
         return "<p class=empty>No candidate was scored on the validation set yet.</p>"
-    by_tokens = any(e.get("tokens") for e in entries)
+    by_tokens = any(number(e.get("tokens")) for e in entries)
     xs = [_spend(e, by_tokens) for e in entries]
-    ys = [float(e.get("val_score", 0.0)) for e in entries]
+    ys = [number(e.get("val_score")) or 0.0 for e in entries]
     width, height, pad = 640, 260, 44
     x_max = max(max(xs), 1.0)
     y_min, y_max = min(0.0, *ys), max(1.0, *ys)
@@ -111,7 +140,7 @@ def chart(entries: list[dict[str, Any]]) -> str:
             steps.append(f"{px(x):.1f},{py(best):.1f}")
     points = "".join(
         f'<circle cx="{px(x):.1f}" cy="{py(y):.1f}" r="5" class="{_kept(e)}">'
-        f"<title>candidate {e.get('candidate')}: {y:.3f} at {x:.0f}</title></circle>"
+        f"<title>candidate {esc(e.get('candidate'))}: {y:.3f} at {x:.0f}</title></circle>"
         for x, y, e in zip(xs, ys, entries, strict=True)
     )
     unit = "tokens" if by_tokens else "module calls"
@@ -146,9 +175,10 @@ def candidate_values(entries: list[dict[str, Any]]) -> dict[int, dict[str, Any]]
         if not isinstance(cid, int):
             continue
         parent = entry.get("parent")
+        given = entry.get("values")
         if parent is None:
-            values[cid] = dict(entry.get("values") or {})
-        elif isinstance(parent, int) and parent in values and entry.get("path"):
+            values[cid] = dict(given) if isinstance(given, dict) else {}
+        elif isinstance(parent, int) and parent in values and isinstance(entry.get("path"), str):
             values[cid] = {**values[parent], entry["path"]: entry.get("value")}
     return values
 
@@ -159,7 +189,7 @@ def _candidates(entries: list[dict[str, Any]]) -> str:
     for entry in entries:
         cid, parent, path = entry.get("candidate"), entry.get("parent"), entry.get("path")
         change = "<span class=empty>the starting values</span>"
-        if isinstance(parent, int) and path:
+        if isinstance(parent, int) and isinstance(path, str):
             old = values.get(parent, {}).get(path)
             new = entry.get("value")
             if isinstance(old, str) and isinstance(new, str):
@@ -183,7 +213,11 @@ def _candidates(entries: list[dict[str, Any]]) -> str:
 def _best_diff(folder: Path, entries: list[dict[str, Any]]) -> str:
     if not (folder / BEST).is_file():
         return f"<p class=empty>No {BEST} in {esc(folder)}.</p>"
-    best = flat_parameters(read_checkpoint(folder / BEST))
-    start = {**best, **(entries[0].get("values") or {})}
+    try:
+        best = flat_parameters(read_checkpoint(folder / BEST))
+    except Exception as exc:  # a damaged or foreign file: named, the rest of the page shown
+        return f"<p class=err>{esc(BEST)} cannot be read ({esc(exc)}).</p>"
+    given = entries[0].get("values")
+    start = {**best, **(given if isinstance(given, dict) else {})}
     changes = parameter_changes(start, best, "start", BEST)
     return diff_block(changes, same="The best checkpoint holds the starting values.")

@@ -4,6 +4,7 @@ conversations, durable runs waiting for approval, checkpoint diffs) on a local w
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import secrets
 import sys
@@ -49,14 +50,59 @@ def _folder(value: str | None, option: str) -> Path | None:
     return folder
 
 
+def _needs(module: str, option: str, extra: str) -> None:
+    """One line saying what to install when `option` needs a library that is not there."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise CommandLineError(
+            f'{option} needs {module}, which is not installed: pip install "promptimus[{extra}]".'
+        ) from None
+
+
+def _sessions(value: str | None) -> str | None:
+    """The session store's address, checked before serving: its library is installed, its
+    SQLite file exists (a board never creates a store)."""
+    if value is None:
+        return None
+    if value.startswith(("postgresql://", "postgres://")):
+        _needs("psycopg", f"--sessions {value.split('://')[0]}://", "postgres")
+    elif value.startswith(("redis://", "rediss://", "unix://")):
+        _needs("redis", f"--sessions {value.split('://')[0]}://", "redis")
+    elif not Path(value.removeprefix("sqlite:///")).is_file():
+        raise CommandLineError(
+            f"--sessions {value}: no such SQLite file; give the file a SQLiteSessionStore "
+            "writes, or a postgresql:// or redis:// URL."
+        )
+    return value
+
+
+def _dbos(value: str | None) -> str | None:
+    """The DBOS system database, checked before serving: dbos is installed, and a SQLite path
+    names a file that exists (joining a missing one would create an empty database)."""
+    if value is None:
+        return None
+    _needs("dbos", "--dbos", "dbos")
+    if "://" not in value and not Path(value).is_file():
+        raise CommandLineError(
+            f"--dbos {value}: no such file; give the DBOS system database your durable "
+            "workers use (a SQLite file or a postgresql:// URL)."
+        )
+    if value.startswith("sqlite:///") and not Path(value.removeprefix("sqlite:///")).is_file():
+        raise CommandLineError(f"--dbos {value}: no such SQLite file.")
+    return value
+
+
 def run_board(args: argparse.Namespace) -> int:
     try:
+        import python_multipart  # noqa: F401  (the forms of Approve, Deny and Delete)
         import uvicorn
 
         from ..board.app import BoardConfig, build_app, is_local
     except ImportError:
         raise CommandLineError(
-            'promptimus board needs Starlette and uvicorn: pip install "promptimus[board]".'
+            "promptimus board needs Starlette, uvicorn and python-multipart: "
+            'pip install "promptimus[board]".'
         ) from None
     if not 0 < args.port < 65536:
         raise CommandLineError(f"--port must be 1-65535, got {args.port}.")
@@ -71,8 +117,8 @@ def run_board(args: argparse.Namespace) -> int:
         host=args.host,
         port=args.port,
         fits=_folder(args.fits, "--fits"),
-        sessions=args.sessions,
-        dbos=args.dbos,
+        sessions=_sessions(args.sessions),
+        dbos=_dbos(args.dbos),
         checkpoints=_folder(args.checkpoints, "--checkpoints"),
         token=token,
     )
