@@ -11,7 +11,7 @@ import pytest
 import promptimus as pm
 from promptimus.agents import OpenaiToolCallingAgent
 from promptimus.errors import InvalidVerdict, PromptimusError
-from promptimus.guardrails import InputGuardrail, OutputGuardrail, ToolGuardrail, Verdict
+from promptimus.guardrails import InputGuardrail, ToolGuardrail, Verdict
 from promptimus.llms import OpenAILike
 from promptimus.testing import FakeOpenAIServer, ToolCall
 

@@ -165,10 +165,12 @@ async def race_input_check(
     check: InputCheck,
     new: list[Message],
     call: Callable[[], Awaitable[Message | None]],
+    allowed: Callable[[], object] | None = None,
 ) -> Message | object | None:
     """The first model request (`call`) beside the parallel input check: a block cancels the
     request and raises; a replacement cancels it, puts the replaced messages in the run and
-    answers `REPLACED`; an allow lets the reply through (only then may its tool calls run)."""
+    answers `REPLACED`; an allow lets the reply through (only then may its tool calls run, and
+    `allowed` is called, to show a stream what of the reply it held)."""
     model = asyncio.ensure_future(call())
     both: set[asyncio.Future[Any]] = {model, check.task}
     try:
@@ -187,6 +189,8 @@ async def race_input_check(
         run.conversation = [*run.conversation[: len(run.conversation) - len(new)], *screened]
         run.keep = [*screened, *run.keep[len(new) :]]
         return REPLACED
+    if allowed is not None:
+        allowed()
     return await model
 
 
