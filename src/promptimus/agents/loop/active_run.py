@@ -42,6 +42,8 @@ class ActiveRun:
     steps: int = 0
     guard_retries: dict[int, int] = field(default_factory=dict)
     """How many times each output guardrail (by id) sent an answer back in this run."""
+    request: Any = None
+    """The request as the run was given it (None: a resumed run)."""
 
     @classmethod
     def of(

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from ...core.hooks import revise_call_input
 from ...dto import Message, MessageRole
 from ...dto.run_record import GuardrailRecord, ToolCallRecord
 from ...errors import InvalidVerdict
@@ -121,18 +122,32 @@ def _screened(
     _note(run, outcomes, len(run.record.steps), None)
     screened: list[Message] = []
     start = 0
+    stopped: GuardOutcome | None = None
     for message in new:
-        if message.role != MessageRole.USER:
+        if message.role != MessageRole.USER or stopped is not None:
             screened.append(message)
             continue
         own = outcomes[start : start + len(guards)]
         start += len(guards)
-        text, blocked = _decided(own, message.content)
-        if blocked is not None:
-            raise tripped(blocked, run.agent._where())
+        text, stopped = _decided(own, message.content)
         changed = text != message.content
         screened.append(message.model_copy(update={"content": text}) if changed else message)
+    if any(a is not b for a, b in zip(screened, new, strict=True)):
+        _record_request(run, screened)  # what was redacted is recorded nowhere, blocked or not
+    if stopped is not None:
+        raise tripped(stopped, run.agent._where())
     return screened
+
+
+def _record_request(run: ActiveRun, screened: list[Message]) -> None:
+    """Record the run's call (its trace span, the board's run) as given the request the input
+    guardrails left, in the form it was given in (a text, a message, a list of messages)."""
+    request: Any = screened
+    if isinstance(run.request, str) and len(screened) == 1:
+        request = screened[0].content
+    elif isinstance(run.request, Message) and len(screened) == 1:
+        request = screened[0]
+    revise_call_input(run.agent, (request, run.deps), dict(run.prompt_vars))
 
 
 def _decided(outcomes: Sequence[GuardOutcome], text: str) -> tuple[str, GuardOutcome | None]:

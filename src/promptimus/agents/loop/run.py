@@ -70,6 +70,7 @@ async def drive(
     new: list[Message] = []
     try:
         if resume is None:
+            run.request = request
             new = as_messages(request, agent.predictor.new_message_role)
             if guards is not None:
                 new = await screen_request(run, guards.input, new)  # before any model request
