@@ -42,7 +42,13 @@ from ..errors import (
     VectorStoreNotSet,
 )
 from . import hooks
-from .hooks import RemovableHandle, active_interceptors, maybe_await
+from .hooks import (
+    RemovableHandle,
+    active_interceptors,
+    close_call_input,
+    maybe_await,
+    open_call_input,
+)
 from .parameters import UNSET, Parameter, copy_value, owner_path
 from .session import pending_turn, run_in_turn
 
@@ -540,7 +546,11 @@ class Module(ABC):
         call: Callable[[tuple[Any, ...], dict[str, Any]], Any] = innermost
         for interceptor in reversed(list(active_interceptors().values())):
             call = functools.partial(interceptor, self, call)
-        return await call(args, kwargs)
+        token = open_call_input(self)
+        try:
+            return await call(args, kwargs)
+        finally:
+            close_call_input(token)
 
     def run_sync(self, *args: Any, **kwargs: Any) -> Any:
         """Run `forward` from synchronous code (scripts). Inside an event loop, `await` instead."""

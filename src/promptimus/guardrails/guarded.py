@@ -9,6 +9,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..core import Module, ModuleList
+from ..core.hooks import revise_call_input
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument, InvalidVerdict
 from .guardrail import Guardrail, ToolGuardrail
@@ -44,7 +45,10 @@ class Guarded(Module):
         guards = Guards.of(self.guardrails)
         inputs = (*guards.input, *guards.parallel)
         if inputs:
+            given = args, kwargs
             args, kwargs = await self._screen_arguments(inputs, args, kwargs)
+            if _changed(given, (args, kwargs)):  # redacted: no record keeps what was replaced
+                revise_call_input(self, args, kwargs)
         retries: dict[int, int] = {}
         while True:
             output = await self.module(*args, **kwargs)
@@ -102,6 +106,14 @@ class Guarded(Module):
         if isinstance(request, Message):
             return changed
         return [*messages[:position], changed, *messages[position + 1 :]]
+
+
+def _changed(given: tuple[Any, ...], screened: tuple[Any, ...]) -> bool:
+    """Whether screening replaced an argument (by identity: a value's own `==` is not asked)."""
+    (args, kwargs), (new_args, new_kwargs) = given, screened
+    return any(a is not b for a, b in zip(args, new_args, strict=True)) or any(
+        kwargs[key] is not new_kwargs[key] for key in kwargs
+    )
 
 
 def _first_parameter(module: Module) -> str | None:

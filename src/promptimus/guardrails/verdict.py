@@ -30,6 +30,16 @@ class Verdict:
     text: str | None = None
     stop: bool = False
 
+    def __post_init__(self) -> None:
+        # a verdict no guardrail can apply is refused here, so a check that builds one fails
+        # (closed) instead of being read as allow
+        problem = _problem(self)
+        if problem is not None:
+            raise InvalidVerdict(
+                f"{problem}; build a verdict with Verdict.allow(), Verdict.block(reason) or "
+                "Verdict.replace(text)."
+            )
+
     @classmethod
     def allow(cls) -> Verdict:
         return _ALLOW
@@ -53,12 +63,35 @@ class Verdict:
         return self.action == "allow"
 
 
+_ACTIONS = frozenset({"allow", "block", "replace"})
+
+
+def _problem(verdict: Verdict) -> str | None:
+    """What makes `verdict` one no guardrail can apply, None when it is sound."""
+    action, text = verdict.action, verdict.text
+    if not isinstance(action, str) or action not in _ACTIONS:
+        return f"A verdict's action is 'allow', 'block' or 'replace', got {action!r:.60}"
+    if action == "replace" and not isinstance(text, str):
+        got = "no text" if text is None else f"a {type(text).__name__}"
+        return f"A 'replace' verdict carries the text to use instead, got {got}"
+    if action != "replace" and text is not None:
+        return f"Only a 'replace' verdict carries a text, not a {action!r} one"
+    if verdict.reason is not None and not isinstance(verdict.reason, str):
+        return f"A verdict's reason is a text, got {type(verdict.reason).__name__}"
+    if not isinstance(verdict.stop, bool):
+        return f"A verdict's stop is True or False, got {verdict.stop!r:.60}"
+    return None
+
+
 _ALLOW = Verdict("allow")
 
 
 def as_verdict(value: Any, where: str) -> Verdict:
     """What a check returned, as a `Verdict` (True/None allow, False blocks)."""
     if isinstance(value, Verdict):
+        problem = _problem(value)  # one changed after it was built (object.__setattr__)
+        if problem is not None:
+            raise InvalidVerdict(f"{where} returned a verdict it cannot apply: {problem}.")
         return value
     if value is None or value is True:
         return _ALLOW

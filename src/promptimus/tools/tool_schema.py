@@ -32,6 +32,7 @@ from pydantic.fields import FieldInfo
 from pydantic.json_schema import PydanticJsonSchemaWarning
 
 from ..errors import ToolArgumentsError, ToolError
+from .finite_numbers import holds_non_finite
 from .run_context import RunContext
 
 __all__ = [
@@ -302,11 +303,18 @@ class FunctionSchema:
         except ValidationError as exc:
             raise InvalidToolArguments.wrap(exc, _explain(exc, tool)) from None
         given = instance.model_fields_set
-        return {
+        values = {
             spec.name: getattr(instance, spec.field)
             for spec in self.args
             if spec.field in given or spec.positional_only or spec.always_pass
         }
+        for name, value in values.items():
+            if holds_non_finite(value):
+                raise ToolArgumentsError(
+                    f"Invalid arguments for tool {tool!r}: {name}: NaN and Infinity are not "
+                    "JSON numbers. Send finite numbers."
+                )
+        return values
 
     def split(self, values: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
         """Positional-only values in order, then the rest as keywords."""

@@ -41,7 +41,12 @@ except ImportError as exc:  # pragma: no cover - exercised only without the pack
     ) from exc
 
 from ..core import hooks
-from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
+from ..core.hooks import (
+    CallNext,
+    RemovableHandle,
+    register_module_call_interceptor,
+    revised_call_input,
+)
 from ..observe.module_path import absolute_path
 from ..observe.pricing import Pricing, check_pricing, prompt_cost
 from ..observe.provider_calls import ProviderCall, register_provider_call_observer
@@ -215,7 +220,16 @@ class Tracing:
             return output
         finally:
             otel_context.detach(context_token)
+            revised = revised_call_input()  # a guardrail redacted the request: record that
+            if revised is not None:
+                self._safely(self._revised_input, span, *revised)
             span.end()
+
+    def _revised_input(self, span: Span, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        value = _call_input(args, kwargs)
+        if value is not None:
+            text, mime = self.encoder.value(value)
+            span.set_attributes({c.INPUT_VALUE: text, c.INPUT_MIME_TYPE: mime})
 
     def _start(self, module: Module | None, suffix: str, kind: str) -> tuple[Span, str] | None:
         """A recording span named after `module`'s path (+ `suffix`), or None when spans are

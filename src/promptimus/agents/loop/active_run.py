@@ -60,6 +60,8 @@ class ActiveRun:
     compacted_from: list[Message] | None = None
     """The history the run started from, once compaction changed it (the memory gets the
     compacted history in its place when the run succeeds)."""
+    request: Any = None
+    """The request as the run was given it (None: a resumed run)."""
 
     @classmethod
     def of(
@@ -94,9 +96,12 @@ class ActiveRun:
         self.conversation = [*self.conversation, *observations]
         self.keep.extend(observations)
 
-    def step_end(self, step: StepRecord) -> None:
+    def step_end(self, step: StepRecord, shown: Message | None = None) -> None:
+        """Show a stream the step's end; `shown`: its reply as the guardrails left it, when
+        they held it back (the record keeps what the model said)."""
         if self.emit is not None:
-            self.emit(StepEnd(step.index, step.reply, step.usage, self.record.usage))
+            message = step.reply if shown is None else shown
+            self.emit(StepEnd(step.index, message, step.usage, self.record.usage))
 
 
 class ToolListener:

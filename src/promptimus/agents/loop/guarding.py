@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from ...core.hooks import revise_call_input
 from ...dto import Message, MessageRole
 from ...dto.run_record import GuardrailRecord, ToolCallRecord
 from ...errors import InvalidVerdict
@@ -121,18 +122,32 @@ def _screened(
     _note(run, outcomes, len(run.record.steps), None)
     screened: list[Message] = []
     start = 0
+    stopped: GuardOutcome | None = None
     for message in new:
-        if message.role != MessageRole.USER:
+        if message.role != MessageRole.USER or stopped is not None:
             screened.append(message)
             continue
         own = outcomes[start : start + len(guards)]
         start += len(guards)
-        text, blocked = _decided(own, message.content)
-        if blocked is not None:
-            raise tripped(blocked, run.agent._where())
+        text, stopped = _decided(own, message.content)
         changed = text != message.content
         screened.append(message.model_copy(update={"content": text}) if changed else message)
+    if any(a is not b for a, b in zip(screened, new, strict=True)):
+        _record_request(run, screened)  # what was redacted is recorded nowhere, blocked or not
+    if stopped is not None:
+        raise tripped(stopped, run.agent._where())
     return screened
+
+
+def _record_request(run: ActiveRun, screened: list[Message]) -> None:
+    """Record the run's call (its trace span, the board's run) as given the request the input
+    guardrails left, in the form it was given in (a text, a message, a list of messages)."""
+    request: Any = screened
+    if isinstance(run.request, str) and len(screened) == 1:
+        request = screened[0].content
+    elif isinstance(run.request, Message) and len(screened) == 1:
+        request = screened[0]
+    revise_call_input(run.agent, (request, run.deps), dict(run.prompt_vars))
 
 
 def _decided(outcomes: Sequence[GuardOutcome], text: str) -> tuple[str, GuardOutcome | None]:
@@ -165,10 +180,12 @@ async def race_input_check(
     check: InputCheck,
     new: list[Message],
     call: Callable[[], Awaitable[Message | None]],
+    allowed: Callable[[], object] | None = None,
 ) -> Message | object | None:
     """The first model request (`call`) beside the parallel input check: a block cancels the
     request and raises; a replacement cancels it, puts the replaced messages in the run and
-    answers `REPLACED`; an allow lets the reply through (only then may its tool calls run)."""
+    answers `REPLACED`; an allow lets the reply through (only then may its tool calls run, and
+    `allowed` is called, to show a stream what of the reply it held)."""
     model = asyncio.ensure_future(call())
     both: set[asyncio.Future[Any]] = {model, check.task}
     try:
@@ -187,6 +204,8 @@ async def race_input_check(
         run.conversation = [*run.conversation[: len(run.conversation) - len(new)], *screened]
         run.keep = [*screened, *run.keep[len(new) :]]
         return REPLACED
+    if allowed is not None:
+        allowed()
     return await model
 
 

@@ -18,6 +18,7 @@ from ...modules.memory import as_messages
 from ...modules.partial_output_stream import StreamedAnswer
 from ...observe.provider_calls import report_event
 from ..events import (
+    AgentEvent,
     FinalResult,
     NeedsApproval,
     PartialOutput,
@@ -70,6 +71,7 @@ async def drive(
     new: list[Message] = []
     try:
         if resume is None:
+            run.request = request
             new = as_messages(request, agent.predictor.new_message_role)
             if guards is not None:
                 new = await screen_request(run, guards.input, new)  # before any model request
@@ -89,6 +91,8 @@ async def _steps(run: ActiveRun, check: InputCheck | None, new: list[Message]) -
     until a final result or a pause."""
     agent = run.agent
     options = RunOptions.build(run)
+    guards = guards_of(agent)
+    judged = guards is not None and bool(guards.output)  # a final answer waits for its verdict
     while True:
         options = await current_options(run, options)
         if run.steps >= agent.max_steps:
@@ -100,10 +104,14 @@ async def _steps(run: ActiveRun, check: InputCheck | None, new: list[Message]) -
             )
         await compact_conversation(run)
         step_request, offered = await build_request(run, options)
+        deltas = _Deltas.of(run, hold=judged or check is not None)
         if check is None:
-            reply = await _call_model(run, step_request)
+            reply = await _call_model(run, step_request, deltas)
         else:
-            raced = await race_input_check(run, check, new, partial(_call_model, run, step_request))
+            # the reply waits for the input check too: what it blocks or replaces never shows
+            allowed = None if deltas is None or judged else deltas.release
+            call = partial(_call_model, run, step_request, deltas)
+            raced = await race_input_check(run, check, new, call, allowed)
             check = None
             if raced is REPLACED:
                 continue
@@ -111,41 +119,73 @@ async def _steps(run: ActiveRun, check: InputCheck | None, new: list[Message]) -
         if reply is None:  # rejected, and the agent adapted: send the step again
             options = options.adapted(run)
             continue
-        outcome = await _settle(run, step_request, reply, offered, options.approval)
+        outcome = await _settle(run, step_request, reply, offered, options.approval, deltas)
         if outcome is not None:
             return outcome
 
 
 class _Deltas:
     """Shows a streamed reply's pieces as events, counting them (a request the server rejects
-    after some arrived cannot be sent again), and a structured answer's partial objects."""
+    after some arrived cannot be sent again), and a structured answer's partial objects.
 
-    __slots__ = ("count", "emit", "reader", "step")
+    While a guardrail has yet to judge the reply (an output guardrail its answer, a parallel
+    input guardrail its request), the events are `held`, and shown only as the guardrails leave
+    them: `release` shows them (and the pieces after them as they come), `replace` shows the
+    replacement text alone, and what is never released is never shown."""
 
-    def __init__(self, emit: Emit, step: int, reader: StreamedAnswer | None) -> None:
+    __slots__ = ("count", "emit", "held", "reader", "step")
+
+    def __init__(self, emit: Emit, step: int, reader: StreamedAnswer | None, hold: bool) -> None:
         self.emit, self.step, self.count, self.reader = emit, step, 0, reader
+        self.held: list[AgentEvent] | None = [] if hold else None
+
+    @classmethod
+    def of(cls, run: ActiveRun, hold: bool) -> _Deltas | None:
+        """The sink of the run's next step; None when nobody listens (the run does not stream)."""
+        if run.emit is None:
+            return None
+        return cls(run.emit, len(run.record.steps), run.agent._partial_reader(run.state), hold)
 
     def __call__(self, delta: MessageDelta) -> None:
         self.count += 1
         if delta.reasoning:
-            self.emit(ReasoningDelta(delta.reasoning, self.step))
+            self._show(ReasoningDelta(delta.reasoning, self.step))
         if delta.content:
-            self.emit(TextDelta(delta.content, self.step))
+            self._show(TextDelta(delta.content, self.step))
         if self.reader is not None:
             snapshot = self.reader.read(delta)
             if snapshot is not None:
-                self.emit(PartialOutput(snapshot, self.step))
+                self._show(PartialOutput(snapshot, self.step))
+
+    @property
+    def holding(self) -> bool:
+        return self.held is not None
+
+    def _show(self, event: AgentEvent) -> None:
+        if self.held is None:
+            self.emit(event)
+        else:
+            self.held.append(event)
+
+    def release(self) -> None:
+        """The guardrails allowed the reply: what was held shows now, the rest as it comes."""
+        held, self.held = self.held, None
+        for event in held or ():
+            self.emit(event)
+
+    def replace(self, text: str) -> None:
+        """The guardrails replaced the reply's text: only `text` shows."""
+        self.held = None
+        if text:
+            self.emit(TextDelta(text, self.step))
 
 
-async def _call_model(run: ActiveRun, request: ModelRequest) -> Message | None:
+async def _call_model(
+    run: ActiveRun, request: ModelRequest, deltas: _Deltas | None
+) -> Message | None:
     """The reply to one step's request; None when the server rejected it and the agent adapted
     (a weaker structured-output mode, images described in text)."""
     agent, llm, state = run.agent, run.llm, run.state
-    deltas = (
-        None
-        if run.emit is None
-        else _Deltas(run.emit, len(run.record.steps), agent._partial_reader(state))
-    )
     try:
         reply = await agent.executor.call_model(run.prompt, request, deltas)
     except RequestRejected as exc:
@@ -164,41 +204,61 @@ async def _settle(
     reply: Message,
     offered: list[str] | None,
     approval: bool,
+    deltas: _Deltas | None,
 ) -> Outcome | None:
-    """Record the step and act on what the agent makes of its reply (None: go on)."""
+    """Record the step and act on what the agent makes of its reply (None: go on). A reply
+    held from the stream shows as the guardrails leave it (see `_Deltas`)."""
     index = len(run.record.steps)
     step = StepRecord(index, request.messages, reply, [], reply.usage or _NO_USAGE, offered)
     run.record.steps.append(step)
     run.steps += 1
     decision = run.agent._interpret(reply, run.state)
+    held = deltas is not None and deltas.holding
     if isinstance(decision, Final):
         guards = guards_of(run.agent)
         if guards is not None and guards.output:
             screened = await screen_output(run, guards.output, index, decision)
             if isinstance(screened, Retry):
                 screened.reply = decision.message  # the answer as the conversation keeps it
-                _retry(run, step, screened)
+                _retry(run, step, screened, _withheld(reply, "") if held else None)
                 return None
-            decision = screened
+            if screened is not decision:
+                if deltas is not None:
+                    deltas.replace(screened.message.content)
+                shown = _withheld(screened.message, screened.message.content)
+                return await _finish(run, step, screened, shown)
+        if deltas is not None:
+            deltas.release()
         return await _finish(run, step, decision)
     if isinstance(decision, Retry):
-        _retry(run, step, decision)
+        # an unusable reply is no answer, and no guardrail judged it: it is not shown
+        _retry(run, step, decision, _withheld(reply, "") if held else None)
         return None
+    if deltas is not None:
+        deltas.release()  # a step that calls tools: its text is no answer the guardrails judge
     return await _act(run, step, decision, offered, approval)
 
 
-async def _finish(run: ActiveRun, step: StepRecord, decision: Final) -> FinalResult[Any]:
+def _withheld(reply: Message, text: str) -> Message:
+    """`reply` as a stream may show it once the guardrails replaced (or blocked) its text: that
+    text, without the reasoning that led to the original."""
+    return reply.model_copy(update={"content": text, "reasoning": None, "thinking": None})
+
+
+async def _finish(
+    run: ActiveRun, step: StepRecord, decision: Final, shown: Message | None = None
+) -> FinalResult[Any]:
     """The answer: the memory gains the whole run in one piece (request, tool loop, answer)."""
     run.conversation.append(decision.message)
     run.keep.append(decision.message)
     run.record.output = decision.output
     keep_compacted_history(run)
     await run.agent.executor.commit(run.memory, run.keep)
-    run.step_end(step)
+    run.step_end(step, shown)
     return FinalResult(decision.output, run.record)
 
 
-def _retry(run: ActiveRun, step: StepRecord, decision: Retry) -> None:
+def _retry(run: ActiveRun, step: StepRecord, decision: Retry, shown: Message | None = None) -> None:
     """An unusable reply: the feedback goes to the model, and neither into the memory."""
     state = run.state
     state.retries += 1
@@ -211,7 +271,7 @@ def _retry(run: ActiveRun, step: StepRecord, decision: Retry) -> None:
         run.steps -= 1
     reply = step.reply if decision.reply is None else decision.reply
     run.conversation = [*run.conversation, reply, *decision.answers, decision.feedback]
-    run.step_end(step)
+    run.step_end(step, shown)
 
 
 async def _act(
