@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,38 @@ def test_a_module_called_with_a_keyword_shows_its_request_as_text(tmp_path: Path
     with client(BoardConfig(path)) as board:
         listed = board.get("/runs").text
     assert ">what evaluate sends</a>" in listed
+
+
+def redact(text: str) -> Verdict:
+    return Verdict.replace(text.replace("hunter2", "[redacted]"))
+
+
+@pytest.mark.parametrize("parallel", [False, True], ids=["waited", "parallel"])
+def test_the_runs_file_keeps_the_request_as_an_input_guardrail_redacted_it(
+    tmp_path: Path, fake_openai: FakeOpenAIServer, parallel: bool
+) -> None:
+    path = tmp_path / "runs.sqlite"
+    fake_openai.chat.script("Noted.")
+
+    async def main() -> None:
+        llm = OpenAILike("fake-model", api_key="sk-fake", base_url=fake_openai.base_url)
+        guard = InputGuardrail(redact, parallel=parallel)
+        agent = OpenaiToolCallingAgent("Help.", [], guardrails=[guard]).with_llm(llm)
+        with record(path):
+            await agent.run("my password is hunter2")
+
+    asyncio.run(main())
+    with sqlite3.connect(path) as db:
+        (request,) = db.execute("SELECT request FROM runs").fetchone()
+        inputs = [
+            value
+            for name, value in db.execute("SELECT name, input FROM spans")
+            if name == "root" or name.startswith("root.guardrails")
+        ]
+    assert "hunter2" not in request and "[redacted]" in request
+    # the run's and the guardrail's spans (a parallel check's first model request did go out
+    # with the text: its spans record what was sent)
+    assert len(inputs) == 2 and not any("hunter2" in (value or "") for value in inputs)
+    with client(BoardConfig(path)) as board:
+        listed = board.get("/runs").text
+    assert "hunter2" not in listed and "my password is [redacted]" in listed

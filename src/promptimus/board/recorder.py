@@ -47,7 +47,12 @@ from pydantic import BaseModel
 
 from ..agents.run_state import RunState, resuming
 from ..argument_checks import finite_number, positive_int
-from ..core.hooks import CallNext, RemovableHandle, register_module_call_interceptor
+from ..core.hooks import (
+    CallNext,
+    RemovableHandle,
+    register_module_call_interceptor,
+    revised_call_input,
+)
 from ..core.module import Module
 from ..core.session import current_session
 from ..dto.message import Message
@@ -96,6 +101,7 @@ class _Span:
         "started",
         "tokens",
         "usage",
+        "withheld",
     )
 
     def __init__(self, module: Module | None, kind: str | None, parent: _Span | None) -> None:
@@ -114,6 +120,7 @@ class _Span:
         self.usage: Usage | None = None
         self.resumes: RunState | None = None  # on a run's root: the paused run it goes on with
         self.session: str | None = None  # on a run's root: the conversation it was a turn of
+        self.withheld = False  # on a run's root: its request is shown once the run has ended
         # set by the writer thread alone
         self.id: str | None = None
         self.name: str | None = None
@@ -297,6 +304,8 @@ class Recording:
         span.args = (_copied(args), _copied_kwargs(kwargs))
         put = self._queue.put
         if parent is None:
+            # a run whose input guardrails may redact it shows its request once they decided
+            span.withheld = "guardrails" in module._submodules
             span.resumes = resuming()
             session = current_session()
             span.session = None if session is None else session.name
@@ -312,6 +321,9 @@ class Recording:
             return output
         finally:
             current.reset(token)
+            revised = revised_call_input()  # an input guardrail redacted the request
+            if revised is not None:
+                span.args = (_copied(revised[0]), _copied_kwargs(revised[1]))
             span.ended = time.time()  # last: the writer reads a span as ended once this is set
             put(("end", span))
 
@@ -612,7 +624,7 @@ class _Rows:
         return (
             self.recording.span_id(span),
             span.name,
-            _request_text(self.enc, span),
+            "" if ended is None and span.withheld else _request_text(self.enc, span),
             _status(span) if ended is not None else "running",
             span.started,
             ended,

@@ -16,6 +16,7 @@ from typing import Any, ClassVar
 
 from ..argument_checks import non_negative_int
 from ..core import Module
+from ..core.hooks import revise_call_input
 from ..errors import InvalidArgument
 from .verdict import Verdict, as_verdict
 
@@ -55,7 +56,11 @@ class Guardrail(Module):
             value = self._function(*args, **kwargs)
             if inspect.isawaitable(value):
                 value = await value
-        return as_verdict(value, f"The {self.kind} guardrail {self._name!r}")
+        verdict = as_verdict(value, f"The {self.kind} guardrail {self._name!r}")
+        if verdict.action == "replace" and len(args) == 1 and not kwargs:
+            # what it redacted is recorded (traces, the board) as it left it, here too
+            revise_call_input(self, (verdict.text,), {})
+        return verdict
 
     def extra_repr(self) -> str:
         return repr(self._name)
