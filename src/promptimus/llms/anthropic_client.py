@@ -20,6 +20,7 @@ from promptimus.errors import ProviderConfigError
 from promptimus.transport.event_stream import SSEDecoder
 from promptimus.transport.keyed_client import KeyedClientFactory
 from promptimus.transport.openai_wire import dumps
+from promptimus.transport.redirect_guard import guard_redirects
 
 __all__ = ["MESSAGES_PATH", "AnthropicClientFactory", "AnthropicConnection", "StreamError"]
 
@@ -200,6 +201,7 @@ class AnthropicClientFactory(KeyedClientFactory[AnthropicConnection]):
             # the SDK's default HTTP client without its wrapper, dropped with its event loop
             # (see `promptimus.transport.openai_client` for why)
             kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient()
+        guard_redirects(kwargs["http_client"])
         direct = self.client_kwargs.keys() <= STATIC_CLIENT_OPTIONS
         return AnthropicConnection(
             anthropic.AsyncAnthropic(**kwargs), kwargs["http_client"], direct=direct

@@ -27,6 +27,7 @@ from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
 from promptimus.transport.per_loop import PerLoop
 from promptimus.transport.rate_limit import RateLimiter, Reservation
+from promptimus.transport.redirect_guard import guard_redirects
 from promptimus.transport.retry import RetryPolicy
 
 __all__ = ["GEMINI_API_KEY_ENVS", "Gemini", "ThinkingOption"]
@@ -181,7 +182,7 @@ class Gemini(StreamChecks):
             ) from exc
         options: dict[str, Any] = {
             # one HTTP client per event loop, used as is (no aiohttp session, no SDK retries)
-            "httpx_async_client": httpx.AsyncClient(timeout=self.timeout),
+            "httpx_async_client": guard_redirects(httpx.AsyncClient(timeout=self.timeout)),
         }
         if self.timeout is not None:
             options["timeout"] = int(self.timeout * 1000)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from promptimus.errors import ProviderConfigError
 from promptimus.transport.keyed_client import KeyedClientFactory
 from promptimus.transport.openai_wire import STATIC_CLIENT_OPTIONS, OpenAIConnection
+from promptimus.transport.redirect_guard import guard_redirects
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -82,6 +83,7 @@ class OpenAIClientFactory(KeyedClientFactory[OpenAIConnection]):
             from openai import DefaultAsyncHttpxClient
 
             kwargs["http_client"] = DefaultAsyncHttpxClient()
+        guard_redirects(kwargs["http_client"])
         # a request built once may be reused only if nothing makes the SDK build it differently
         direct = isinstance(key, str) and self.client_kwargs.keys() <= STATIC_CLIENT_OPTIONS
         sent = self.key_required or self._find_key() is not None  # not the placeholder
