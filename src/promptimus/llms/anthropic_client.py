@@ -16,7 +16,7 @@ import sys
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from promptimus.errors import ProviderConfigError
+from promptimus.errors import OptionalDependencyMissing, ProviderConfigError
 from promptimus.transport.event_stream import SSEDecoder
 from promptimus.transport.keyed_client import KeyedClientFactory
 from promptimus.transport.openai_wire import dumps
@@ -157,8 +157,10 @@ def _response_class(http_client: Any) -> Any:
 
 
 async def read_events(response: Any) -> AsyncGenerator[Any, None]:
-    """The decoded events of a Messages event stream; an ``error`` event raises `StreamError`.
-    The response is closed at the end, on an error, and when the caller stops early."""
+    """The decoded events of a Messages event stream, up to its ``message_stop`` (whatever a
+    server sends after it, pings included, is not read); an ``error`` event raises
+    `StreamError`. The response is closed at the end, on an error, and when the caller stops
+    early."""
     decoder = SSEDecoder()
     try:
         async for piece in response.aiter_bytes():
@@ -167,6 +169,8 @@ async def read_events(response: Any) -> AsyncGenerator[Any, None]:
                 if isinstance(event, dict) and event.get("type") == "error":
                     raise StreamError(event, response)
                 yield event
+                if isinstance(event, dict) and event.get("type") == "message_stop":
+                    return
         for data in decoder.finish():
             yield json.loads(data)
     finally:
@@ -194,7 +198,12 @@ class AnthropicClientFactory(KeyedClientFactory[AnthropicConnection]):
 
     def _build(self) -> AnthropicConnection:
         key = self.api_key()
-        import anthropic
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise OptionalDependencyMissing(
+                "Anthropic needs the anthropic package: pip install 'promptimus[anthropic]'."
+            ) from exc
 
         kwargs = self._sdk_kwargs(key)
         if "http_client" not in kwargs:
