@@ -21,6 +21,7 @@ from promptimus.transport.event_stream import SSEDecoder
 from promptimus.transport.keyed_client import KeyedClientFactory
 from promptimus.transport.openai_wire import dumps
 from promptimus.transport.redirect_guard import guard_redirects
+from promptimus.transport.secret_scrub import shown_url
 
 __all__ = ["MESSAGES_PATH", "AnthropicClientFactory", "AnthropicConnection", "StreamError"]
 
@@ -189,7 +190,7 @@ class AnthropicClientFactory(KeyedClientFactory[AnthropicConnection]):
     def api_key(self) -> str:
         key = self._find_key()
         if not key:
-            where = f" for {self.base_url}" if self.base_url else ""
+            where = f" for {shown_url(self.base_url)}" if self.base_url else ""
             raise ProviderConfigError(
                 f"No Anthropic API key{where}: set the {self.api_key_env or 'ANTHROPIC_API_KEY'} "
                 "environment variable or pass api_key=... to the provider."

@@ -33,6 +33,7 @@ from promptimus.transport.openai_wire import response_body, unknown_options
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.request_text import check_request_text
 from promptimus.transport.retry import RetryPolicy
+from promptimus.transport.secret_scrub import shown_url
 
 log = logging.getLogger("promptimus.llms")
 
@@ -99,7 +100,8 @@ class OpenAILike(StreamChecks):
         self.sdk_requests = sdk_requests
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
+        shown = shown_url(self.base_url)
+        return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={shown!r})"
 
     # --- request plumbing ------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from promptimus.errors import ProviderConfigError
 from promptimus.transport.keyed_client import KeyedClientFactory
 from promptimus.transport.openai_wire import STATIC_CLIENT_OPTIONS, OpenAIConnection
 from promptimus.transport.redirect_guard import guard_redirects
+from promptimus.transport.secret_scrub import shown_url
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -61,7 +62,7 @@ class OpenAIClientFactory(KeyedClientFactory[OpenAIConnection]):
         if key is None and not self.key_required:
             return NO_KEY
         if not key:
-            where = f" for {self.base_url}" if self.base_url else ""
+            where = f" for {shown_url(self.base_url)}" if self.base_url else ""
             raise ProviderConfigError(
                 f"No API key{where}: set the {self.api_key_env} environment variable or pass "
                 "api_key=... to the provider (servers that need no key, like a local vLLM, "

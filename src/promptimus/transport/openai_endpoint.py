@@ -18,6 +18,7 @@ from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_client import OpenAIClientFactory
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.retry import RetryPolicy
+from promptimus.transport.secret_scrub import shown_url
 
 __all__ = ["CHARS_PER_TOKEN", "OpenAIEndpoint"]
 
@@ -111,7 +112,7 @@ class OpenAIEndpoint:
     def _context(self) -> str:
         return (
             f"{self._request_kind} request for model {self.model_name!r} at "
-            f"{self.base_url or 'api.openai.com'}"
+            f"{shown_url(self.base_url) or 'api.openai.com'}"
         )
 
     async def _admit(self, tokens: float) -> tuple[asyncio.Semaphore | None, Reservation | None]:
