@@ -121,7 +121,7 @@ class OpenAILike(StreamChecks):
         self, attempt: Callable[[], Awaitable[T]], params: dict[str, Any], history: list[Message]
     ) -> T:
         """Run `attempt` (which sends `params`) under the retry policy. A server that refuses an
-        assistant message without `content` gets the request once more with `"content": null`,
+        assistant message without `content` gets the request once more with `"content": ""`,
         and this provider sends it so from then on."""
         secrets = self._factory.secrets()
         try:
@@ -135,7 +135,7 @@ class OpenAILike(StreamChecks):
             if not demands_content(exc, params["messages"]):
                 raise
             self.capabilities.tool_call_content = True
-            params["messages"] = messages_to_openai(history, null_content=True)
+            params["messages"] = messages_to_openai(history, empty_content=True)
             return await self.retry.run(attempt, context=self._context, redact=secrets)
 
     def _estimate_tokens(self, params: dict[str, Any]) -> float:
