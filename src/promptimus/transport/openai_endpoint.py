@@ -26,10 +26,11 @@ CHARS_PER_TOKEN = 4
 """The estimate used to reserve tokens before a request; the reported usage corrects it."""
 
 
-def _limiter(value: float | RateLimiter | None, period: float) -> RateLimiter | None:
+def _limiter(value: float | RateLimiter | None, period: float, name: str) -> RateLimiter | None:
     if value is None or isinstance(value, RateLimiter):
         return value
-    return RateLimiter(value, period)
+    limit = finite_number(value, f"{name} (or None for no limit)", positive=True)
+    return RateLimiter(limit, finite_number(period, "rate_period (seconds)", positive=True))
 
 
 class OpenAIEndpoint:
@@ -71,8 +72,8 @@ class OpenAIEndpoint:
         if isinstance(max_concurrency, int):
             max_concurrency = ConcurrencyLimit(max_concurrency)
         self._slots = max_concurrency
-        self._rpm = _limiter(requests_per_minute, rate_period)
-        self._tpm = _limiter(tokens_per_minute, rate_period)
+        self._rpm = _limiter(requests_per_minute, rate_period, "requests_per_minute")
+        self._tpm = _limiter(tokens_per_minute, rate_period, "tokens_per_minute")
         self.call_kwargs: dict[str, Any] = dict(call_kwargs or {})
         self._lock = threading.Lock()
         self._usage = Usage()
