@@ -30,7 +30,8 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     │   └── FileTooLarge
     ├── ProviderError
     │   ├── ProviderConfigError
-    │   │   └── ModelResolutionError
+    │   │   ├── ModelResolutionError
+    │   │   └── CrossOriginRedirect
     │   ├── UnknownRequestOption (TypeError)
     │   ├── ProviderUnavailable
     │   │   ├── RetryBudgetExhausted
@@ -832,6 +833,26 @@ class ProviderTimeout(RetryBudgetExhausted, TimeoutError):
     """A request took longer than its ``timeout`` on every attempt: the whole request, from
     sending it to the last byte of the reply (a stream: to each event), however slowly the
     server sends. A `RetryBudgetExhausted` too: each attempt the budget allowed timed out."""
+
+
+class CrossOriginRedirect(ProviderConfigError):
+    """The configured server redirected a request to another origin (scheme, host or port).
+    The redirect is not followed: the request carries the API key, and a key is only ever sent
+    to the server it was configured for. ``origin`` is the configured server's, ``target`` the
+    one it pointed at (both without any password)."""
+
+    def __init__(self, origin: str, target: str, status: int) -> None:
+        self.origin = origin
+        self.target = target
+        self.status = status
+        super().__init__(
+            f"{origin} answered HTTP {status}, a redirect to another server ({target}); it was "
+            "not followed, since the request carries the API key, which is only sent to the "
+            "server configured. If the service has moved, set base_url to its new address."
+        )
+
+    def __reduce__(self) -> tuple[type[CrossOriginRedirect], tuple[str, str, int]]:
+        return type(self), (self.origin, self.target, self.status)
 
 
 class ErrorInReply(MalformedReply):

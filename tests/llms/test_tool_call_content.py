@@ -1,7 +1,8 @@
 """An assistant message that only calls tools goes out without `content` (the OpenAI API, vLLM,
 Ollama and current llama.cpp take it so, and the SDK's request transform is slower on a null);
-a server that demands the key, as llama.cpp did before spring 2025, gets the request again with
-`"content": null`, and the provider remembers it."""
+a server that demands the key, as llama.cpp did before spring 2025 and llama-cpp-python's chat
+templates do, gets the request again with `"content": ""` (which llama-cpp-python takes where
+it refuses null), and the provider remembers it."""
 
 from __future__ import annotations
 
@@ -53,7 +54,7 @@ async def test_a_tool_call_turn_goes_out_without_content(fake_openai: FakeOpenAI
 
 @pytest.mark.parametrize("status", [400, 500])
 @pytest.mark.parametrize("stream", [False, True])
-async def test_a_server_that_demands_content_gets_null_and_the_provider_remembers(
+async def test_a_server_that_demands_content_gets_an_empty_one_and_the_provider_remembers(
     fake_openai: FakeOpenAIServer, status: int, stream: bool
 ) -> None:
     fake_openai.chat.respond_with(old_llama_cpp(status))
@@ -69,10 +70,45 @@ async def test_a_server_that_demands_content_gets_null_and_the_provider_remember
 
     assert await asyncio.wait_for(ask(), CAP) == "it is 5"
     last = assistant_turns(fake_openai.chat.requests[-1])
-    assert last[0]["content"] is None  # sent again, with the key
+    assert last[0]["content"] == ""  # sent again, with the key
     assert llm.capabilities.tool_call_content
 
     fake_openai.chat.requests.clear()
     assert await asyncio.wait_for(ask(), CAP) == "it is 5"
     assert len(fake_openai.chat.requests) == 2  # no refused request any more
-    assert assistant_turns(fake_openai.chat.requests[1])[0]["content"] is None
+    assert assistant_turns(fake_openai.chat.requests[1])[0]["content"] == ""
+
+
+def llama_cpp_python(body: dict[str, Any]) -> Any:
+    """llama-cpp-python's function-calling server: its chat template reads every message's
+    `content`, and refuses null as well as a missing key."""
+    if any(m.get("content") is None for m in assistant_turns(body)):
+        return Fault.template_error("content")
+    if body["messages"][-1]["role"] == "tool":
+        return f"it is {body['messages'][-1]['content']}"
+    return Reply(tool_calls=[ToolCall("add", {"a": 2, "b": 3})])
+
+
+@pytest.mark.parametrize("stream", [False, True])
+async def test_llama_cpp_python_template_error_is_learnt_once_and_not_retried(
+    fake_openai: FakeOpenAIServer, stream: bool
+) -> None:
+    fake_openai.chat.respond_with(llama_cpp_python)
+    llm = make_llm(fake_openai)
+    agent = OpenaiToolCallingAgent("p", [add]).with_llm(llm)
+
+    async def ask() -> str:
+        with Session():
+            if not stream:
+                return (await agent("2+3?")).content
+            events = [event async for event in agent.stream("2+3?")]
+            return events[-1].output.content  # type: ignore[union-attr]
+
+    assert await asyncio.wait_for(ask(), CAP) == "it is 5"
+    # the tool call, the one refused request (not retried), the same request with content ""
+    assert len(fake_openai.chat.requests) == 3
+    assert assistant_turns(fake_openai.chat.requests[-1])[0]["content"] == ""
+
+    fake_openai.chat.requests.clear()
+    assert await asyncio.wait_for(ask(), CAP) == "it is 5"
+    assert len(fake_openai.chat.requests) == 2  # learnt: no refused request any more

@@ -189,6 +189,43 @@ async def test_tool_calling_agent_ends_with_an_answer_or_a_named_error(
     assert counted.retry_waits == []
 
 
+ADD_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "add",
+        "description": "Add two integers.",
+        "parameters": {
+            "type": "object",
+            "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+            "required": ["a", "b"],
+        },
+    },
+}
+
+
+async def test_a_forced_tool_call_and_its_result_go_back_to_the_server(
+    llm: OpenAILike, counted: Counted
+) -> None:
+    """A small model calls a tool only when told to: ``tool_choice`` forces the call, so the
+    next request carries the assistant turn that only calls a tool, which this server's chat
+    template refuses without ``content`` (learnt once, not retried)."""
+    history = [user("What is 2 + 3? Use the add tool.")]
+    forced = {"type": "function", "function": {"name": "add"}}
+    call = await asyncio.wait_for(llm.achat(history, tools=[ADD_TOOL], tool_choice=forced), BOUND)
+    assert call.tool_calls and call.tool_calls[0].function.name == "add"
+    history += [
+        call,
+        Message(role=MessageRole.TOOL, content="5", tool_call_id=call.tool_calls[0].id),
+    ]
+    try:
+        answer = await asyncio.wait_for(llm.achat(history, tools=[ADD_TOOL]), BOUND)
+    except OutputTruncated:
+        pass
+    else:
+        assert answer.content.strip() or answer.tool_calls
+    assert counted.retry_waits == []
+
+
 async def test_react_agent_ends_with_an_answer_or_a_named_error(
     llm: OpenAILike, counted: Counted
 ) -> None:

@@ -26,6 +26,7 @@ from promptimus.transport.openai_wire import response_body, unknown_options
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.request_text import check_request_text
 from promptimus.transport.retry import RetryPolicy
+from promptimus.transport.secret_scrub import shown_url
 
 __all__ = ["OpenAILikeEmbedder"]
 
@@ -92,7 +93,8 @@ class OpenAILikeEmbedder(OpenAIEndpoint):
 
     def __repr__(self) -> str:
         return (
-            f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r}, "
+            f"{type(self).__name__}(model_name={self.model_name!r}, "
+            f"base_url={shown_url(self.base_url)!r}, "
             f"batch_size={self.batch_size})"
         )
 

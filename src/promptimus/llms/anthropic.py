@@ -36,6 +36,7 @@ from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
 from promptimus.transport.openai_wire import response_body
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.retry import RetryPolicy
+from promptimus.transport.secret_scrub import shown_url
 
 __all__ = ["Anthropic"]
 
@@ -184,13 +185,13 @@ class Anthropic(StreamChecks):
         }
 
     def __repr__(self) -> str:
-        return f"Anthropic(model={self.model_name!r}, base_url={self.base_url!r})"
+        return f"Anthropic(model={self.model_name!r}, base_url={shown_url(self.base_url)!r})"
 
     @property
     def _context(self) -> str:
         return (
             f"{self._request_kind} request for model {self.model_name!r} at "
-            f"{self.base_url or 'api.anthropic.com'}"
+            f"{shown_url(self.base_url) or 'api.anthropic.com'}"
         )
 
     # --- request plumbing ------------------------------------------------------------------

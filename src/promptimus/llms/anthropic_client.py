@@ -16,10 +16,12 @@ import sys
 from collections.abc import AsyncGenerator
 from typing import Any
 
-from promptimus.errors import ProviderConfigError
+from promptimus.errors import OptionalDependencyMissing, ProviderConfigError
 from promptimus.transport.event_stream import SSEDecoder
 from promptimus.transport.keyed_client import KeyedClientFactory
 from promptimus.transport.openai_wire import dumps
+from promptimus.transport.redirect_guard import guard_redirects
+from promptimus.transport.secret_scrub import shown_url
 
 __all__ = ["MESSAGES_PATH", "AnthropicClientFactory", "AnthropicConnection", "StreamError"]
 
@@ -156,8 +158,10 @@ def _response_class(http_client: Any) -> Any:
 
 
 async def read_events(response: Any) -> AsyncGenerator[Any, None]:
-    """The decoded events of a Messages event stream; an ``error`` event raises `StreamError`.
-    The response is closed at the end, on an error, and when the caller stops early."""
+    """The decoded events of a Messages event stream, up to its ``message_stop`` (whatever a
+    server sends after it, pings included, is not read); an ``error`` event raises
+    `StreamError`. The response is closed at the end, on an error, and when the caller stops
+    early."""
     decoder = SSEDecoder()
     try:
         async for piece in response.aiter_bytes():
@@ -166,6 +170,8 @@ async def read_events(response: Any) -> AsyncGenerator[Any, None]:
                 if isinstance(event, dict) and event.get("type") == "error":
                     raise StreamError(event, response)
                 yield event
+                if isinstance(event, dict) and event.get("type") == "message_stop":
+                    return
         for data in decoder.finish():
             yield json.loads(data)
     finally:
@@ -184,7 +190,7 @@ class AnthropicClientFactory(KeyedClientFactory[AnthropicConnection]):
     def api_key(self) -> str:
         key = self._find_key()
         if not key:
-            where = f" for {self.base_url}" if self.base_url else ""
+            where = f" for {shown_url(self.base_url)}" if self.base_url else ""
             raise ProviderConfigError(
                 f"No Anthropic API key{where}: set the {self.api_key_env or 'ANTHROPIC_API_KEY'} "
                 "environment variable or pass api_key=... to the provider."
@@ -193,13 +199,19 @@ class AnthropicClientFactory(KeyedClientFactory[AnthropicConnection]):
 
     def _build(self) -> AnthropicConnection:
         key = self.api_key()
-        import anthropic
+        try:
+            import anthropic
+        except ImportError as exc:
+            raise OptionalDependencyMissing(
+                "Anthropic needs the anthropic package: pip install 'promptimus[anthropic]'."
+            ) from exc
 
         kwargs = self._sdk_kwargs(key)
         if "http_client" not in kwargs:
             # the SDK's default HTTP client without its wrapper, dropped with its event loop
             # (see `promptimus.transport.openai_client` for why)
             kwargs["http_client"] = anthropic.DefaultAsyncHttpxClient()
+        guard_redirects(kwargs["http_client"])
         direct = self.client_kwargs.keys() <= STATIC_CLIENT_OPTIONS
         return AnthropicConnection(
             anthropic.AsyncAnthropic(**kwargs), kwargs["http_client"], direct=direct

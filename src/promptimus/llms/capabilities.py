@@ -31,7 +31,7 @@ class ProviderCapabilities:
 
     response_format: ResponseFormatMode | None = None
     tool_call_content: bool = False
-    """The server demands `"content": null` on assistant messages that only call tools."""
+    """The server demands `content` on assistant messages that only call tools (sent as ``""``)."""
     images: bool | None = None
     """Whether the model takes images in messages: None (not known: they are sent), False
     once the server refused a request that carried some, or when set for a model without

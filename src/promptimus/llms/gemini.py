@@ -27,7 +27,9 @@ from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
 from promptimus.transport.per_loop import PerLoop
 from promptimus.transport.rate_limit import RateLimiter, Reservation
+from promptimus.transport.redirect_guard import guard_redirects
 from promptimus.transport.retry import RetryPolicy
+from promptimus.transport.secret_scrub import shown_url, url_password
 
 __all__ = ["GEMINI_API_KEY_ENVS", "Gemini", "ThinkingOption"]
 
@@ -141,11 +143,11 @@ class Gemini(StreamChecks):
         self._connections: PerLoop[_Connection] = PerLoop(self._connect)
 
     def __repr__(self) -> str:
-        return f"Gemini(model_name={self.model_name!r}, base_url={self.base_url!r})"
+        return f"Gemini(model_name={self.model_name!r}, base_url={shown_url(self.base_url)!r})"
 
     @property
     def _context(self) -> str:
-        where = self.base_url or "generativelanguage.googleapis.com"
+        where = shown_url(self.base_url) or "generativelanguage.googleapis.com"
         return f"chat request for model {self.model_name!r} at {where}"
 
     # --- the key and the client ------------------------------------------------------------
@@ -160,7 +162,8 @@ class Gemini(StreamChecks):
 
     def secrets(self) -> tuple[str, ...]:
         key = self._find_key()
-        return (key,) if key else ()
+        password = url_password(self.base_url)
+        return tuple(secret for secret in (key, password) if secret)
 
     def _connect(self) -> _Connection:
         key = self._find_key()
@@ -181,7 +184,7 @@ class Gemini(StreamChecks):
             ) from exc
         options: dict[str, Any] = {
             # one HTTP client per event loop, used as is (no aiohttp session, no SDK retries)
-            "httpx_async_client": httpx.AsyncClient(timeout=self.timeout),
+            "httpx_async_client": guard_redirects(httpx.AsyncClient(timeout=self.timeout)),
         }
         if self.timeout is not None:
             options["timeout"] = int(self.timeout * 1000)

@@ -33,6 +33,7 @@ from promptimus.transport.openai_wire import response_body, unknown_options
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.request_text import check_request_text
 from promptimus.transport.retry import RetryPolicy
+from promptimus.transport.secret_scrub import shown_url
 
 log = logging.getLogger("promptimus.llms")
 
@@ -99,7 +100,8 @@ class OpenAILike(StreamChecks):
         self.sdk_requests = sdk_requests
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={self.base_url!r})"
+        shown = shown_url(self.base_url)
+        return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={shown!r})"
 
     # --- request plumbing ------------------------------------------------------------------
 
@@ -119,7 +121,7 @@ class OpenAILike(StreamChecks):
         self, attempt: Callable[[], Awaitable[T]], params: dict[str, Any], history: list[Message]
     ) -> T:
         """Run `attempt` (which sends `params`) under the retry policy. A server that refuses an
-        assistant message without `content` gets the request once more with `"content": null`,
+        assistant message without `content` gets the request once more with `"content": ""`,
         and this provider sends it so from then on."""
         secrets = self._factory.secrets()
         try:
@@ -133,7 +135,7 @@ class OpenAILike(StreamChecks):
             if not demands_content(exc, params["messages"]):
                 raise
             self.capabilities.tool_call_content = True
-            params["messages"] = messages_to_openai(history, null_content=True)
+            params["messages"] = messages_to_openai(history, empty_content=True)
             return await self.retry.run(attempt, context=self._context, redact=secrets)
 
     def _estimate_tokens(self, params: dict[str, Any]) -> float:

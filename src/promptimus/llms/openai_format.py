@@ -28,9 +28,10 @@ from promptimus.dto import (
 from promptimus.errors import EmptyReply, ErrorInReply, MalformedReply
 
 
-def message_to_openai(message: Message, null_content: bool = False) -> dict[str, Any]:
+def message_to_openai(message: Message, empty_content: bool = False) -> dict[str, Any]:
     """One message in the wire format. An assistant message that only calls tools carries no
-    `content`, unless `null_content` (for servers that demand the key: see `OpenAILike`)."""
+    `content`, unless `empty_content` (``""``, for servers that demand the key: see
+    `OpenAILike`)."""
     out: dict[str, Any] = {"role": message.role.value}
     text = message.content
     if message.documents:
@@ -47,8 +48,10 @@ def message_to_openai(message: Message, null_content: bool = False) -> dict[str,
         out["content"] = parts
     elif not (message.tool_calls and not text):
         out["content"] = text
-    elif null_content:
-        out["content"] = None
+    elif empty_content:
+        # "" rather than null: llama-cpp-python's chat templates refuse null as they refuse a
+        # missing key, and every server that takes either takes an empty string
+        out["content"] = ""
     # Without `content` at all: the OpenAI API, vLLM, Ollama and current llama.cpp take it so,
     # and the SDK's request transform spends ~0.1 ms on every `"content": None` it is given,
     # each time the history is resent.
@@ -81,16 +84,21 @@ def document_placeholder(document: DocumentContent) -> str:
     )
 
 
-def messages_to_openai(history: list[Message], null_content: bool = False) -> list[dict[str, Any]]:
-    return [message_to_openai(message, null_content) for message in history]
+def messages_to_openai(history: list[Message], empty_content: bool = False) -> list[dict[str, Any]]:
+    return [message_to_openai(message, empty_content) for message in history]
 
 
 def demands_content(error: BaseException, sent: list[dict[str, Any]]) -> bool:
-    """Whether `error` is a server refusing an assistant message sent without `content`
-    (llama.cpp builds from before spring 2025: "Expected 'content'"), as one of `sent` was."""
-    return "Expected 'content'" in str(error) and any(
-        m["role"] == "assistant" and "content" not in m for m in sent
+    """Whether `error` is a server refusing an assistant message sent without `content`, as
+    one of `sent` was: llama.cpp builds from before spring 2025 ("Expected 'content'") and
+    llama-cpp-python's chat templates (HTTP 500 "'dict object' has no attribute 'content'")."""
+    said = str(error)
+    return any(words in said for words in _CONTENT_DEMANDS) and any(
+        m["role"] == "assistant" and m.get("content") is None for m in sent
     )
+
+
+_CONTENT_DEMANDS = ("Expected 'content'", "'dict object' has no attribute 'content'")
 
 
 def _data(obj: Any, what: str) -> dict[str, Any]:

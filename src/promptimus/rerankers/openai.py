@@ -22,6 +22,7 @@ from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import OpenAIEndpoint
 from promptimus.transport.openai_wire import response_body
 from promptimus.transport.retry import RetryPolicy
+from promptimus.transport.secret_scrub import shown_url
 
 if TYPE_CHECKING:
     from openai import RequestOptions
@@ -112,7 +113,7 @@ class OpenAILikeReranker(OpenAIEndpoint):
 
         return await self.retry.run(
             attempt,
-            context=f"rerank with {self.model_name!r} at {self.base_url}",
+            context=f"rerank with {self.model_name!r} at {shown_url(self.base_url)}",
             redact=self._factory.secrets(),
         )
 
@@ -183,4 +184,5 @@ class OpenAILikeReranker(OpenAIEndpoint):
         await self._factory.get().close()
 
     def __repr__(self) -> str:
-        return f"OpenAILikeReranker(model_name={self.model_name!r}, base_url={self.base_url!r})"
+        shown = shown_url(self.base_url)
+        return f"OpenAILikeReranker(model_name={self.model_name!r}, base_url={shown!r})"

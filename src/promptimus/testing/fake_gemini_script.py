@@ -70,6 +70,7 @@ class GeminiFault:
     - ``GeminiFault.cut(after_chunks=1, clean=True)``: a stream that stops after that many
       events without its ``finishReason`` (``clean=False`` breaks the connection instead); a
       plain request gets half a body.
+    - ``GeminiFault.redirect(location, code=307)``: a redirect to ``location`` (a whole URL).
     - ``GeminiFault.drop()``: the connection closes without an answer.
     - ``GeminiFault.stream_error(code, after_chunks=1)``: a stream sends that many events, then
       a Google error body as an event, and ends (a plain request gets the error status).
@@ -133,6 +134,10 @@ class GeminiFault:
     @classmethod
     def cut(cls, after_chunks: int = 1, *, clean: bool = True) -> GeminiFault:
         return cls("cut", 200, after_chunks=after_chunks, clean=clean)
+
+    @classmethod
+    def redirect(cls, location: str, code: int = 307) -> GeminiFault:
+        return cls("status", code, {}, {"location": location})
 
     @classmethod
     def drop(cls) -> GeminiFault:

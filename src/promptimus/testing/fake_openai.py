@@ -286,6 +286,8 @@ class FakeOpenAIServer(BackgroundServer):
                 await _send_fault_status(conn, item)
             elif item.kind == "echo_key":
                 await _send_echoed_key(conn, item.status_code)
+            elif item.kind == "redirect":
+                await conn.send(item.status_code, b"", headers={"location": item.body})
             elif item.kind == "drop" and not (streaming and item.after_chunks):
                 conn.drop()
             elif item.kind == "stall" and not streaming:

@@ -69,6 +69,7 @@ FaultKind = Literal[
     "echo_key",
     "raw",
     "drip",
+    "redirect",
 ]
 
 ContextDialect = Literal["openai", "llama.cpp", "vllm"]
@@ -139,6 +140,11 @@ class Fault:
     - ``Fault.drip(every=0.5)``: the reply a request would get, sent one byte every ``every``
       seconds (a plain request announces its whole length first), for as long as the client
       keeps reading: a server that holds a call open by sending slowly.
+    - ``Fault.template_error(attribute="content")``: the HTTP 500 llama-cpp-python's server
+      sends when its chat template reads a field a message lacks (``'dict object' has no
+      attribute 'content'``: an assistant turn sent without ``content``), verbatim.
+    - ``Fault.redirect(location, status=307)``: a redirect to ``location`` (a whole URL: another
+      server's, to check that no credential follows the request there).
 
     A server-wide behaviour (every request, not one scripted reply) is set on the server
     instead: ``FakeOpenAIServer(reject_response_format=...)`` (see `ResponseFormatRejection`)
@@ -186,6 +192,24 @@ class Fault:
     @classmethod
     def drip(cls, every: float = 0.5) -> Fault:
         return cls("drip", seconds=every)
+
+    @classmethod
+    def template_error(cls, attribute: str = "content") -> Fault:
+        return cls.status(
+            500,
+            body={
+                "error": {
+                    "message": f"'dict object' has no attribute '{attribute}'",
+                    "type": "internal_server_error",
+                    "param": None,
+                    "code": None,
+                }
+            },
+        )
+
+    @classmethod
+    def redirect(cls, location: str, status: int = 307) -> Fault:
+        return cls("redirect", status_code=status, body=location)
 
     @classmethod
     def echo_key(cls, status: int = 401) -> Fault:

@@ -142,11 +142,18 @@ def rejected_fields(body: Any, message: str = "") -> tuple[str, ...]:
     return tuple(dict.fromkeys(field for field in found if field))
 
 
+_TEMPLATE_ERROR = re.compile(r"'dict object' has no attribute '\w+'")
+"""A chat template (Jinja) that read a field a message lacks, as llama-cpp-python reports it
+in an HTTP 500: the same messages fail the same way, so it is not retried."""
+
+
 def is_request_error_body(body: Any, message: str = "") -> bool:
     """Whether the body (or the error's `message`) says the request itself is invalid, so
     sending it again cannot help: a request-validation report in any of the dialects above, or
     an error whose type or 4xx code says so."""
     if _detail_list(body) is not None or _report_text(body, message) is not None:
+        return True
+    if _TEMPLATE_ERROR.search(message):
         return True
     fields = error_fields(body)
     if _kinds(fields) & _REQUEST_ERROR_KINDS:

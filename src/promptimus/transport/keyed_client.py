@@ -13,6 +13,7 @@ import os
 from typing import Any, Generic, TypeVar
 
 from promptimus.transport.per_loop import PerLoop
+from promptimus.transport.secret_scrub import shown_url, url_password
 
 __all__ = ["KeyedClientFactory"]
 
@@ -55,7 +56,8 @@ class KeyedClientFactory(Generic[C]):
     def secrets(self) -> tuple[str, ...]:
         """Values that must be redacted from any error text."""
         key = self._find_key()
-        return (key,) if key else ()
+        password = url_password(self.base_url)
+        return tuple(secret for secret in (key, password) if secret)
 
     def _sdk_kwargs(self, key: str) -> dict[str, Any]:
         """The SDK client's keyword arguments: the key, the SDK's own retries off (the
@@ -77,4 +79,4 @@ class KeyedClientFactory(Generic[C]):
         return self._clients.get()
 
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(base_url={self.base_url!r})"
+        return f"{type(self).__name__}(base_url={shown_url(self.base_url)!r})"

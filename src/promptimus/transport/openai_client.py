@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from promptimus.errors import ProviderConfigError
 from promptimus.transport.keyed_client import KeyedClientFactory
 from promptimus.transport.openai_wire import STATIC_CLIENT_OPTIONS, OpenAIConnection
+from promptimus.transport.redirect_guard import guard_redirects
+from promptimus.transport.secret_scrub import shown_url
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -60,7 +62,7 @@ class OpenAIClientFactory(KeyedClientFactory[OpenAIConnection]):
         if key is None and not self.key_required:
             return NO_KEY
         if not key:
-            where = f" for {self.base_url}" if self.base_url else ""
+            where = f" for {shown_url(self.base_url)}" if self.base_url else ""
             raise ProviderConfigError(
                 f"No API key{where}: set the {self.api_key_env} environment variable or pass "
                 "api_key=... to the provider (servers that need no key, like a local vLLM, "
@@ -82,6 +84,7 @@ class OpenAIClientFactory(KeyedClientFactory[OpenAIConnection]):
             from openai import DefaultAsyncHttpxClient
 
             kwargs["http_client"] = DefaultAsyncHttpxClient()
+        guard_redirects(kwargs["http_client"])
         # a request built once may be reused only if nothing makes the SDK build it differently
         direct = isinstance(key, str) and self.client_kwargs.keys() <= STATIC_CLIENT_OPTIONS
         sent = self.key_required or self._find_key() is not None  # not the placeholder

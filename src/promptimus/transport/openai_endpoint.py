@@ -18,6 +18,7 @@ from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_client import OpenAIClientFactory
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.retry import RetryPolicy
+from promptimus.transport.secret_scrub import shown_url
 
 __all__ = ["CHARS_PER_TOKEN", "OpenAIEndpoint"]
 
@@ -25,10 +26,11 @@ CHARS_PER_TOKEN = 4
 """The estimate used to reserve tokens before a request; the reported usage corrects it."""
 
 
-def _limiter(value: float | RateLimiter | None, period: float) -> RateLimiter | None:
+def _limiter(value: float | RateLimiter | None, period: float, name: str) -> RateLimiter | None:
     if value is None or isinstance(value, RateLimiter):
         return value
-    return RateLimiter(value, period)
+    limit = finite_number(value, f"{name} (or None for no limit)", positive=True)
+    return RateLimiter(limit, finite_number(period, "rate_period (seconds)", positive=True))
 
 
 class OpenAIEndpoint:
@@ -70,8 +72,8 @@ class OpenAIEndpoint:
         if isinstance(max_concurrency, int):
             max_concurrency = ConcurrencyLimit(max_concurrency)
         self._slots = max_concurrency
-        self._rpm = _limiter(requests_per_minute, rate_period)
-        self._tpm = _limiter(tokens_per_minute, rate_period)
+        self._rpm = _limiter(requests_per_minute, rate_period, "requests_per_minute")
+        self._tpm = _limiter(tokens_per_minute, rate_period, "tokens_per_minute")
         self.call_kwargs: dict[str, Any] = dict(call_kwargs or {})
         self._lock = threading.Lock()
         self._usage = Usage()
@@ -111,7 +113,7 @@ class OpenAIEndpoint:
     def _context(self) -> str:
         return (
             f"{self._request_kind} request for model {self.model_name!r} at "
-            f"{self.base_url or 'api.openai.com'}"
+            f"{shown_url(self.base_url) or 'api.openai.com'}"
         )
 
     async def _admit(self, tokens: float) -> tuple[asyncio.Semaphore | None, Reservation | None]:

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 
+from promptimus.argument_checks import finite_number
 from promptimus.transport.per_loop import PerLoop
 
 
@@ -49,10 +50,10 @@ class RateLimiter:
         clock: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[object]] = asyncio.sleep,
     ) -> None:
-        if limit <= 0 or period <= 0:
-            raise ValueError(f"rate limit and period must be > 0, got {limit} per {period}s")
-        self.limit = float(limit)
-        self.period = float(period)
+        # checked here: a NaN limit compares false with everything and made every call wait
+        # out a whole window
+        self.limit = finite_number(limit, "the rate limit (units per period)", positive=True)
+        self.period = finite_number(period, "the rate period (seconds)", positive=True)
         self._clock = clock
         self._sleep = sleep
         self._log: deque[Reservation] = deque()

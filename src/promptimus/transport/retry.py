@@ -36,6 +36,7 @@ from promptimus.transport.error_body import (
     is_request_error_body,
     rejected_fields,
 )
+from promptimus.transport.redirect_guard import refused_redirect
 from promptimus.transport.secret_scrub import redact_secrets, scrub_exception
 
 T = TypeVar("T")
@@ -294,6 +295,9 @@ class RetryPolicy:
             try:
                 return await fn()
             except Exception as exc:
+                refused = refused_redirect(exc)
+                if refused is not None and refused is not exc:
+                    raise refused from None  # what the SDK wrapped it in says less
                 failure = self.classify(exc)
                 if failure is None:
                     raise

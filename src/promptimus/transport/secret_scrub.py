@@ -15,11 +15,38 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterable
 from typing import Any
+from urllib.parse import unquote, urlsplit, urlunsplit
 
-__all__ = ["redact_secrets", "scrub_exception"]
+__all__ = ["redact_secrets", "scrub_exception", "shown_url", "url_password"]
 
 _MASK = "***"
 _TEXT_ATTRIBUTES = ("message", "body", "doc", "msg", "server_message", "reason")
+
+
+def url_password(url: str | None) -> str | None:
+    """The password in ``url``'s user info (``http://user:password@host``), or None."""
+    if not url:
+        return None
+    try:
+        password = urlsplit(url).password
+    except ValueError:
+        return None
+    return unquote(password) if password else None
+
+
+def shown_url(url: str | None) -> str | None:
+    """``url`` with the password of its user info masked, fit for a repr or an error."""
+    if not url or "@" not in url:
+        return url
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return _MASK
+    if parts.password is None:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    name = user.split(":", 1)[0]
+    return urlunsplit(parts._replace(netloc=f"{name}:{_MASK}@{host}"))
 
 
 def redact_secrets(text: str, secrets: Iterable[str]) -> str:
