@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from promptimus.testing.fake_gemini import FakeGeminiServer
     from promptimus.testing.fake_gemini_script import GeminiCall, GeminiFault, GeminiReply
     from promptimus.testing.fake_openai import FakeOpenAIServer, SpawnedServer
+    from promptimus.testing.replay import replay
 
 __all__ = [
     "CONTEXT_DIALECTS",
@@ -62,6 +63,7 @@ __all__ = [
     "Thinking",
     "ToolCall",
     "anthropic_error",
+    "replay",
 ]
 __all__ += ["FakeGeminiServer", "GeminiCall", "GeminiFault", "GeminiReply"]
 
@@ -77,6 +79,7 @@ __getattr__, __dir__ = lazy_exports(
         "GeminiFault": "fake_gemini_script",
         "GeminiReply": "fake_gemini_script",
         "FakeAnthropicServer": "fake_anthropic",
+        "replay": "replay",
     },
     globals(),
 )
