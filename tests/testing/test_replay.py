@@ -211,3 +211,47 @@ def test_the_pytest_fixture_records_once_then_replays_strictly_offline(tmp_path:
     changed = run("strict", "Be long.", env)
     assert changed.returncode == 1
     assert "ReplayMismatch" in changed.stdout and "Be long." in changed.stdout
+
+
+def add(a: int, b: int) -> int:
+    """Adds two numbers."""
+    return a + b
+
+
+def test_an_anthropic_tool_loop_with_signed_thinking_replays_offline(tmp_path: Path) -> None:
+    from promptimus.agents import OpenaiToolCallingAgent
+    from promptimus.llms import Anthropic
+    from promptimus.testing import AnthropicReply, FakeAnthropicServer, Thinking, ToolCall
+
+    path = tmp_path / "claude.json"
+
+    def agent_at(address: tuple[str, str]) -> Any:
+        llm = Anthropic(
+            "claude-test",
+            api_key=address[0],
+            base_url=address[1],
+            thinking=2048,
+            retry=RetryPolicy(max_retries=0),
+            timeout=5,
+        )
+        return OpenaiToolCallingAgent("You add.", [add]).with_llm(llm)
+
+    with FakeAnthropicServer() as srv:
+        srv.messages.script(
+            AnthropicReply(
+                thinking=[Thinking("I should add.")], tool_calls=[ToolCall("add", {"a": 1, "b": 2})]
+            ),
+            "3.",
+        )
+        address = (srv.api_key, srv.base_url)
+        agent = agent_at(address)
+        with replay(path, mode="record"):
+            assert _run(agent("add 1 and 2")).content == "3."
+        assert len(srv.messages.requests) == 2
+    text = path.read_text()
+    assert srv.api_key not in text
+    assert "sig_" in text  # the thinking block's signature, kept as the provider returned it
+    fresh = agent_at(address)  # the server is stopped: only the file can answer
+    with replay(path, mode="strict") as cassette:
+        assert _run(fresh("add 1 and 2")).content == "3."
+    assert (cassette.hits, cassette.misses) == (2, 0)
