@@ -912,5 +912,23 @@ class UnknownContextWindow(CompactionError, InvalidArgument):
     in the table of known ones (`promptimus.modules.compaction.CONTEXT_WINDOWS`)."""
 
 
+# --- replay ---------------------------------------------------------------------------------------
+
+
+class ReplayMismatch(PromptimusError):
+    """A strict replay cassette was asked a request it never recorded (a changed prompt, option
+    or model): nothing was sent. The message shows the request's difference from the nearest
+    recorded one; re-record the cassette (mode "record") if the change is intended."""
+
+    def __init__(self, message: str, *, diff: str = "") -> None:
+        super().__init__(message)
+        self.diff = diff
+
+
+class CassetteError(InvalidArgument):
+    """A replay cassette cannot be used: an unknown mode, a file that is not a cassette, or a
+    strict replay of a cassette that does not exist."""
+
+
 # Older names (`ProviderRetryExceded`, ...) are served by `promptimus.compat.names`.
 __getattr__ = compat_names(__name__)

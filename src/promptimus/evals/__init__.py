@@ -23,6 +23,7 @@ from .judge import LLMJudge, Verdict
 from .metrics import contains, exact_match, f1, json_match
 from .output_text import output_data, output_text
 from .report import EvalReport, EvalRow
+from .run_trace import RunTrace, TracedCall
 from .runner import EvalJob, InProcessRunner, Runner
 from .score import Score, as_score
 from .usage_collector import UsageTotals
@@ -38,8 +39,10 @@ __all__ = [
     "InProcessRunner",
     "LLMJudge",
     "Metric",
+    "RunTrace",
     "Runner",
     "Score",
+    "TracedCall",
     "UsageTotals",
     "Verdict",
     "as_score",

@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from .example import Example
 from .output_text import output_text
+from .run_trace import RunTrace
 from .usage_collector import UsageTotals
 
 __all__ = ["EvalReport", "EvalRow"]
@@ -25,7 +26,8 @@ class EvalRow:
     """One example's result. `output` is what the module returned (None when it raised);
     `error` is the exception as `"Type: message"` when the module or the metric raised (the
     score is then 0); `latency` is the module call's seconds; `usage` its LLM requests and
-    tokens (the metric's own calls, e.g. an LLMJudge's, are in `EvalReport.metric_usage`)."""
+    tokens (the metric's own calls, e.g. an LLMJudge's, are in `EvalReport.metric_usage`);
+    `trace` the module calls of its run (`RunTrace`: each call's path, inputs and output)."""
 
     example: Example
     output: Any
@@ -34,6 +36,7 @@ class EvalRow:
     error: str | None = None
     latency: float = 0.0
     usage: UsageTotals = field(default_factory=UsageTotals)
+    trace: RunTrace | None = None
 
     @property
     def inputs(self) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from ..errors import MetricResultError
 from ..exception_text import one_line
 from .example import Example
 from .report import EvalRow
+from .run_trace import recording
 from .score import Score, as_score
 from .usage_collector import UsageTotals, collecting
 
@@ -41,7 +42,7 @@ async def run_example(
     # Each example gets a fresh Session (its own memories) in its own task (its own context).
     output: Any = None
     started = time.perf_counter()
-    with collecting() as usage:
+    with collecting() as usage, recording() as trace:
         try:
             async with Session(f"eval-{index}"):
                 output = module(**example.inputs)
@@ -50,7 +51,8 @@ async def run_example(
         except Exception as exc:
             latency = time.perf_counter() - started
             error = one_line(exc)
-            return EvalRow(example, None, 0.0, f"the module raised {error}", error, latency, usage)
+            failed = f"the module raised {error}"
+            return EvalRow(example, None, 0.0, failed, error, latency, usage, trace)
     latency = time.perf_counter() - started
     with collecting() as judged:
         try:
@@ -59,11 +61,12 @@ async def run_example(
             raise
         except Exception as exc:
             error = f"metric: {one_line(exc)}"
-            return EvalRow(example, output, 0.0, error, error, latency, usage)
+            return EvalRow(example, output, 0.0, error, error, latency, usage, trace)
         finally:
             metric_usage.add(judged)
     # Score stores a None feedback as ""; `or` tells the checker so
-    return EvalRow(example, output, score.value, score.feedback or "", None, latency, usage)
+    feedback = score.feedback or ""
+    return EvalRow(example, output, score.value, feedback, None, latency, usage, trace)
 
 
 async def run_examples(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import Module, Parameter
@@ -15,11 +15,14 @@ from ..prompts.template import format_template
 @dataclass(frozen=True)
 class ProposalRequest:
     """`path`: the parameter's path (relative to the trained module); `current`: its value;
-    `rows`: evaluation rows it did worst on (inputs, expected, output, score, feedback, error)."""
+    `rows`: evaluation rows it did worst on (inputs, expected, output, score, feedback, error);
+    `traces`: for each row, the calls of the module that owns the parameter within that row's
+    run (each call's path, inputs and output), trimmed to a token budget ("" when unknown)."""
 
     path: str
     current: str
     rows: list[Any]
+    traces: list[str] = field(default_factory=list)
 
 
 ProposeFn = Callable[[ProposalRequest], Awaitable[str] | str]
@@ -62,8 +65,9 @@ def _output_text(output: Any) -> str:
     return dump() if callable(dump) else str(output)
 
 
-def format_rows(rows: list[Any]) -> str:
+def format_rows(rows: list[Any], traces: list[str] | None = None) -> str:
     blocks = []
+    traces = traces or []
     for number, row in enumerate(rows, 1):
         lines = [f"Example {number}:", f"  inputs: {getattr(row, 'inputs', {})!r}"]
         error = getattr(row, "error", None)
@@ -76,6 +80,10 @@ def format_rows(rows: list[Any]) -> str:
         feedback = getattr(row, "feedback", "")
         if feedback:
             lines.append(f"  feedback: {feedback}")
+        trace = traces[number - 1] if number <= len(traces) else ""
+        if trace:
+            lines.append("  calls inside the run:")
+            lines.extend(f"    {line}" for line in trace.splitlines())
         blocks.append("\n".join(lines))
     return "\n\n".join(blocks) or "(none)"
 
@@ -92,7 +100,11 @@ class TeacherProposer(Module):
     async def forward(self, request: ProposalRequest) -> str:
         text = format_template(
             self.meta_prompt.value,
-            {"path": request.path, "current": request.current, "rows": format_rows(request.rows)},
+            {
+                "path": request.path,
+                "current": request.current,
+                "rows": format_rows(request.rows, request.traces),
+            },
             where=f"TeacherProposer {self.path!r}",
         )
         reply = await self.llm.achat([Message(role=MessageRole.USER, content=text)])

@@ -52,6 +52,7 @@ class Reflective:
         propose: ProposeFn | None = None,
         minibatch_size: int = 4,
         seed: int = 0,
+        trace_tokens: int = 400,
     ) -> None:
         if (teacher is None) == (propose is None):
             raise InvalidArgument(
@@ -63,6 +64,7 @@ class Reflective:
                 f"propose= must be a function (request) -> str, got {type(propose).__name__}."
             )
         minibatch_size = positive_int(minibatch_size, "minibatch_size")
+        self.trace_tokens = positive_int(trace_tokens, "trace_tokens")
         self.proposer: TeacherProposer | None = None
         if teacher is not None:
             self.proposer = TeacherProposer().with_llm(teacher)
@@ -70,6 +72,7 @@ class Reflective:
         self.minibatch_size = minibatch_size
         self.seed = seed
         self._params: dict[str, Parameter[Any]] = {}
+        self._root = "root"
         self._turn = 0
 
     # --- the steps, usable by hand --------------------------------------------------------
@@ -77,6 +80,7 @@ class Reflective:
     def attach(self, module: Module) -> Self:
         """Train `module`'s trainable parameters (raises `NothingToTrain` if it has none)."""
         self._params = require_trainable(module)
+        self._root = module.path
         return self
 
     def parameters(self) -> dict[str, Parameter[Any]]:
@@ -104,7 +108,8 @@ class Reflective:
         current = self._param(path).value
         ranked = sorted(rows, key=lambda row: float(getattr(row, "score", 0.0)))
         failing = [row for row in ranked if float(getattr(row, "score", 0.0)) < 1.0]
-        request = ProposalRequest(path=path, current=current, rows=failing or ranked)
+        shown = failing or ranked
+        request = ProposalRequest(path, current, shown, [self._trace_of(r, path) for r in shown])
         if self.proposer is not None:
             value = await self.proposer(request)
         else:
@@ -123,6 +128,17 @@ class Reflective:
         elif value == current:
             rejected = "unchanged"
         return Candidate(path=path, value=value, previous=current, rejected=rejected)
+
+    def _trace_of(self, row: Any, path: str) -> str:
+        """The calls of the module owning parameter `path` within `row`'s run, trimmed to
+        `trace_tokens` tokens ("" when the row has no trace)."""
+        trace = getattr(row, "trace", None)
+        if trace is None:
+            return ""
+        owner, _, _ = path.rpartition(".")
+        where = f"{self._root}.{owner}" if owner else self._root
+        rendered: str = trace.render(where, max_tokens=self.trace_tokens)
+        return rendered
 
     def apply(self, candidate: Candidate) -> None:
         if candidate.rejected:

@@ -15,13 +15,14 @@ once, and `check_variables(variables)` fails as rendering would, without computi
 from __future__ import annotations
 
 from abc import abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..core import Module
 from ..dto import Message, MessageDelta
 from ..llms.accumulator import aaccumulate_each
+from ..llms.scripted import split_message
 from ..observe.provider_calls import provider_call
 from ..tools.run_context import RunContext
 
@@ -127,7 +128,12 @@ async def ask_llm(
         variables=variables,
         stream=on_delta is not None,
     ) as call:
-        if on_delta is None:
+        if call.output is not None:  # an observer answered it (a replay cassette): none sent
+            if on_delta is not None:
+                call.output = await aaccumulate_each(
+                    _replayed(call.output), on_delta, f"a replayed call to {llm!r}"
+                )
+        elif on_delta is None:
             call.output = await llm.achat(messages, **params)
         else:
             call.output = await aaccumulate_each(
@@ -135,3 +141,9 @@ async def ask_llm(
             )
     reply: Message = call.output
     return reply
+
+
+async def _replayed(reply: Message) -> AsyncIterator[MessageDelta]:
+    """A reply given before the request was sent, as the deltas of a stream."""
+    for delta in split_message(reply):
+        yield delta

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from promptimus.testing.fake_gemini import FakeGeminiServer
     from promptimus.testing.fake_gemini_script import GeminiCall, GeminiFault, GeminiReply
     from promptimus.testing.fake_openai import FakeOpenAIServer, SpawnedServer
+    from promptimus.testing.replay import replay
 
 __all__ = [
     "CONTEXT_DIALECTS",
@@ -64,6 +65,7 @@ __all__ = [
     "Thinking",
     "ToolCall",
     "anthropic_error",
+    "replay",
 ]
 __all__ += ["FakeGeminiServer", "GeminiCall", "GeminiFault", "GeminiReply"]
 
@@ -79,6 +81,7 @@ __getattr__, __dir__ = lazy_exports(
         "GeminiFault": "fake_gemini_script",
         "GeminiReply": "fake_gemini_script",
         "FakeAnthropicServer": "fake_anthropic",
+        "replay": "replay",
     },
     globals(),
 )
