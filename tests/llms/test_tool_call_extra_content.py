@@ -73,7 +73,8 @@ async def test_a_call_without_extra_content_sends_none(srv: FakeOpenAIServer) ->
     assert reply.tool_calls is not None and reply.tool_calls[0].extra_content is None
     streamed = await aaccumulate(llm.astream([Message(role=MessageRole.USER, content="x")]))
     assert streamed.tool_calls is None or streamed.tool_calls[0].extra_content is None
-    await llm.achat([Message(role=MessageRole.USER, content="x"), reply])
+    result = Message(role=MessageRole.TOOL, content="sunny", tool_call_id=reply.tool_calls[0].id)
+    await llm.achat([Message(role=MessageRole.USER, content="x"), reply, result])
     assert "extra_content" not in sent_calls(srv.chat.requests[-1])[0]
 
 

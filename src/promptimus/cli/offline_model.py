@@ -25,6 +25,7 @@ from typing import Any
 
 from ..dto import Message, MessageDelta, MessageRole, ToolFunction, ToolRequest, Usage
 from ..llms.scripted import split_message
+from ..modules.answer_tool import ANSWER_TOOL_NAME
 
 __all__ = ["MARKER", "OfflineModel"]
 
@@ -96,6 +97,9 @@ def _output_schema(kwargs: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return schema if isinstance(schema, Mapping) else None
 
 
+_ANSWER_TOOL = re.compile(rf"{ANSWER_TOOL_NAME}(_\d+)?")
+
+
 def _native_tools(kwargs: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
     offered = []
     for entry in kwargs.get("tools") or ():
@@ -130,8 +134,11 @@ class OfflineModel:
         return [(name, self._tools.get(name, {})) for name in names if name in self._tools]
 
     async def achat(self, history: list[Message], **kwargs: Any) -> Message:
-        native = _native_tools(kwargs)
-        react = [] if native else self._react_tools(history)
+        offered = _native_tools(kwargs)
+        # an agent with tools asks for its structured answer as one more tool (`final_result`)
+        answer = [(name, schema) for name, schema in offered if _ANSWER_TOOL.fullmatch(name)]
+        native = [entry for entry in offered if entry not in answer]
+        react = [] if offered else self._react_tools(history)
         asked = [m for m in history if m.role == MessageRole.USER]
         said = next((m.content for m in reversed(asked) if not _is_observation(m)), "")
         since_request = _since_last_request(history)
@@ -165,6 +172,17 @@ class OfflineModel:
             observed = [m.content for m in since_request if _is_observation(m)][-1]
             returned = observed.removeprefix(_OBSERVATION).strip()
             text = f"Thought: the tool answered.\nAnswer: {text} The tool returned: {returned}"
+        if answer and not tool_calls:
+            name, schema = answer[0]
+            self._calls += 1
+            arguments = json.dumps(_arguments(schema, f"{MARKER} {said}"), ensure_ascii=False)
+            tool_calls = [
+                ToolRequest(
+                    id=f"offline-{self._calls}",
+                    function=ToolFunction(name=name, arguments=arguments),
+                )
+            ]
+            text = ""
         output_schema = _output_schema(kwargs)
         if output_schema is not None and not tool_calls:
             text = json.dumps(_arguments(output_schema, f"{MARKER} {said}"), ensure_ascii=False)

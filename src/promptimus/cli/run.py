@@ -14,6 +14,7 @@ from ..agents.base_agent import BaseAgent
 from ..agents.events import FinalResult, TextDelta, ToolCallEvent, ToolErrorEvent, ToolResultEvent
 from ..agents.run_record import capture_records
 from ..core.module import Module
+from ..dto import Message
 from ..observe.usage import track_usage
 from .command_error import CommandLineError
 from .output_text import output_text
@@ -35,7 +36,9 @@ async def stream_once(
             stdout.write(style(f"<- {event.name}: {event.result}\n", "dim"))
         elif isinstance(event, ToolErrorEvent):
             stdout.write(style(f"<- {event.name} failed: {event.error}\n", "red"))
-        elif isinstance(event, FinalResult) and not streamed:
+        elif isinstance(event, FinalResult) and (
+            not streamed or not isinstance(event.output, str | Message)
+        ):  # a structured answer comes whole (as a tool's arguments), not as text
             stdout.write(output_text(event.output))
         stdout.flush()
     stdout.write("\n")
