@@ -167,7 +167,10 @@ def test_two_users_naming_the_same_conversation_have_two(store: SQLiteSessionSto
         assert answer.json()["error"]["type"] == "authentication_error"
 
 
-def test_many_users_at_once_never_cross(store: SQLiteSessionStore) -> None:
+def test_many_users_at_once_never_cross(backend: Any) -> None:
+    """Twelve callers at once, three turns each, all naming the same conversation id, on a real
+    SQLite file, PostgreSQL server and Redis server: each hears only its own turns."""
+    store = backend.make()
     tokens = {f"token-of-user-{n}": f"user{n}" for n in range(12)}
 
     async def main() -> None:
@@ -191,6 +194,7 @@ def test_many_users_at_once_never_cross(store: SQLiteSessionStore) -> None:
 
     with serving(app(echo_agent(), store=store, tokens=tokens)) as running:
         asyncio.run(main())
+        running.call(store.aclose())
 
 
 def lookup(order: int) -> str:
