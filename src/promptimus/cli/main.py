@@ -77,6 +77,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_board_arguments(
         commands.add_parser("board", help="a local web page of runs, training and approvals")
     )
+    from .serve import add_serve_arguments
+
+    add_serve_arguments(
+        commands.add_parser("serve", help="serve a module over HTTP (OpenAI-compatible)")
+    )
     return parser
 
 
@@ -116,6 +121,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         from ..mcp.serve_command import run_serve
 
         return run_serve(args)
+    if args.command == "serve":
+        from .serve import run_serve as serve
+
+        return serve(args)
     from .prepared_module import prepare
     from .template_variables import parse_variables
 

@@ -1,0 +1,118 @@
+"""`app(module, ...)`: the served module as a Starlette ASGI app, to run with uvicorn (as
+`promptimus serve` does) or mount in an existing Starlette or FastAPI service."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Collection, Mapping, MutableMapping
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from ..argument_checks import positive_int
+from ..core.module import Module
+from ..errors import InvalidArgument
+from .callers import Callers
+from .openai_chat import openai_routes
+from .served import Served
+from .served_run import RunSlots
+
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_CONCURRENT_RUNS", "app"]
+
+DEFAULT_MAX_CONCURRENT_RUNS = 64
+DEFAULT_MAX_BODY_BYTES = 1_000_000
+
+_HEADERS = [
+    (b"x-content-type-options", b"nosniff"),
+    (b"referrer-policy", b"same-origin"),
+    (b"cache-control", b"no-store"),
+]
+
+
+def app(
+    module: Module,
+    *,
+    store: Any = None,
+    tokens: Mapping[str, str] | None = None,
+    max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    name: str | None = None,
+    allowed_hosts: Collection[str] | None = None,
+) -> Starlette:
+    """Serve `module`: OpenAI-compatible chat completions and models, and `GET /healthz`.
+
+    - `store`: a session store (`promptimus.sessions`) keeping the conversations; None keeps
+      them in this process.
+    - `tokens`: `{token: user}`; each request then needs a token, and is that user. None: one
+      local user, no token (serve it on 127.0.0.1 only).
+    - `max_concurrent_runs`: runs at once; one more gets 503 with Retry-After.
+    - `max_body_bytes`: the largest request body; a larger one gets 413.
+    - `name`: the model name clients see (default: the module's class name).
+    - `allowed_hosts`: the `Host` headers answered (`host:port`); others get 403, so a web page
+      whose domain was pointed at this address (DNS rebinding) cannot use it. None: any.
+    """
+    if not isinstance(module, Module):
+        raise InvalidArgument(
+            f"app() serves a promptimus Module, got {type(module).__name__}; pass the module "
+            "(an agent or any Module)."
+        )
+    if store is not None and not all(
+        callable(getattr(store, m, None)) for m in ("load_turns", "append_turn")
+    ):
+        raise InvalidArgument(
+            f"store= takes a session store (promptimus.sessions: SQLiteSessionStore, "
+            f"PostgresSessionStore, RedisSessionStore), got {type(store).__name__}."
+        )
+    if name is not None and (not isinstance(name, str) or not name.strip()):
+        raise InvalidArgument("name= must be non-empty text: the model name clients see.")
+    served = Served(
+        module=module,
+        name=name or type(module).__name__,
+        description=inspect.cleandoc(type(module).__doc__ or ""),
+        callers=Callers(tokens),
+        store=store,
+        slots=RunSlots(positive_int(max_concurrent_runs, "max_concurrent_runs")),
+        max_body_bytes=positive_int(max_body_bytes, "max_body_bytes"),
+    )
+    hosts = None if allowed_hosts is None else frozenset(allowed_hosts)
+
+    async def healthz(request: Request) -> Response:
+        return JSONResponse({"status": "ok", "runs": served.slots.busy})
+
+    routes = [Route("/healthz", healthz, methods=["GET"]), *openai_routes(served)]
+    application = Starlette(routes=routes)
+    application.add_middleware(_Guard, hosts=hosts)
+    application.state.served = served
+    return application
+
+
+class _Guard:
+    """The Host check, and headers every answer carries."""
+
+    def __init__(self, app: ASGIApp, hosts: frozenset[str] | None) -> None:
+        self.app = app
+        self.hosts = hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        if self.hosts is not None:
+            host = Request(scope).headers.get("host", "")
+            if host not in self.hosts:
+                refused = PlainTextResponse(
+                    f"This server answers only at {sorted(self.hosts)}.", 403
+                )
+                await refused(scope, receive, send)
+                return
+
+        async def sending(message: MutableMapping[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": [*message.get("headers", []), *_HEADERS]}
+            await send(message)
+
+        await self.app(scope, receive, sending)
