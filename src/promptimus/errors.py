@@ -787,7 +787,8 @@ class GuardrailError(PromptimusError):
 
 
 class GuardrailTripped(GuardrailError):
-    """A guardrail blocked a run: `guard` names it (its module path), `kind` says what it
+    """A guardrail blocked a run: `guard` names it (its module path ending in its name,
+    ``root.guardrails.no_refunds``), `kind` says what it
     guarded ("input", "output" or "tool") and `reason` why it blocked. `tool` names the tool
     call a tool guardrail stopped the run at."""
 

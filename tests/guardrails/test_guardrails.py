@@ -77,7 +77,8 @@ async def test_a_blocked_input_raises_before_any_request(srv: FakeOpenAIServer) 
         await agent.forward("refund order 1")
     assert srv.chat.requests == [] and ledger.runs == []
     assert caught.value.kind == "input" and caught.value.reason == "no refunds by chat"
-    assert "no_refunds" in str(caught.value) and caught.value.guard == "root.guardrails.0"
+    assert "'no_refunds'" in str(caught.value) and "guardrails.0" not in str(caught.value)
+    assert caught.value.guard == "root.guardrails.no_refunds"
 
 
 async def test_an_allowed_input_goes_through_unchanged(srv: FakeOpenAIServer) -> None:

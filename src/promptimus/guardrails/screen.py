@@ -99,8 +99,16 @@ def screen_arguments(tool: Any, arguments: str, parsed: dict[str, Any] | None) -
 
 
 def guard_label(guard: Guardrail) -> str:
-    """How errors and records name a guardrail: its name, and its path in a tree."""
-    return f"{guard.name!r} ({guard.path})" if guard.path else repr(guard.name)
+    """How error messages name a guardrail: by its own name, never its place in a list."""
+    return repr(guard.name)
+
+
+def named_path(guard: Guardrail) -> str:
+    """Where a guardrail sits, its last step its name (``root.guardrails.no_refunds``, as the
+    board names its span), or its name alone outside a tree."""
+    if not guard.path:
+        return guard.name
+    return f"{guard.path.rpartition('.')[0] or guard.path}.{guard.name}"
 
 
 def tripped(outcome: GuardOutcome, where: str, tool: str | None = None) -> GuardrailTripped:
@@ -110,7 +118,7 @@ def tripped(outcome: GuardOutcome, where: str, tool: str | None = None) -> Guard
     return GuardrailTripped(
         f"{where}: the {guard.kind} guardrail {guard_label(guard)} blocked {subject}{because}. "
         "Nothing past it ran; catch GuardrailTripped to answer the user.",
-        guard=guard.path or guard.name,
+        guard=named_path(guard),
         kind=guard.kind,
         reason=reason,
         tool=tool,
