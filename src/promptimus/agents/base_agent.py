@@ -35,12 +35,19 @@ from ..core import Module, ModuleDict, ModuleList
 from ..core.hooks import RemovableHandle
 from ..dto import Message, MessageRole
 from ..dto.run_record import RunRecord, ToolCallRecord
-from ..errors import ApprovalRequired, InvalidAgentRequest, InvalidArgument, SubAgentPaused
+from ..errors import (
+    ApprovalRequired,
+    HostedToolUnsupported,
+    InvalidAgentRequest,
+    InvalidArgument,
+    SubAgentPaused,
+)
 from ..guardrails.guardrail import Guardrail
 from ..guardrails.screen import checked_guardrails
 from ..modules.compaction import Compactor
 from ..modules.memory import Memory, MemoryModule
 from ..prompts.dynamic_prompt import DynamicPrompt
+from ..tools.hosted import HostedTool
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, check_timeout, tool_items, toolset
 from .events import AgentEvent, FinalResult, NeedsApproval
 from .live_tools import LiveTools
@@ -106,6 +113,11 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
     `guardrails` (input, output and tool guardrails, see `promptimus.guardrails`) check the
     request, the final answer and each tool call; they are submodules (`agent.guardrails`).
 
+    A `promptimus.tools.HostedTool` among `tools` (web search...) is sent as it is for the
+    server to run, never run here: only an agent that sends native tools offers one, and only a
+    provider that hosts tools (`OpenAIResponses`) takes it; another refuses it before any request
+    (`HostedToolUnsupported`).
+
     `compactor` (a `promptimus.modules.Compactor`) keeps a long conversation under its trigger:
     before each step's request it compacts the history the run started from (see
     `promptimus.agents.loop.compaction`); it lives in the predictor (`predictor.compactor`).
@@ -114,9 +126,12 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
     hooks of `LoopAgent` (`promptimus.agents.loop.agent`).
     """
 
+    _sends_hosted_tools = False
+    """Whether this kind of agent sends `HostedTool`s in its requests' native ``tools``."""
+
     def __init__(
         self,
-        tools: Iterable[Tool | Module | Callable[..., Any]],
+        tools: Iterable[Tool | Module | Callable[..., Any] | HostedTool],
         prompt: str | Callable[..., Any],
         max_steps: int,
         memory_size: int,
@@ -139,7 +154,15 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
         self.max_tool_calls_per_step = check_tool_limit(
             max_tool_calls_per_step, "max_tool_calls_per_step"
         )
-        items = tool_items(tools)
+        given = list(tools)
+        self._hosted_tools = [tool for tool in given if isinstance(tool, HostedTool)]
+        if self._hosted_tools and not self._sends_hosted_tools:
+            raise HostedToolUnsupported(
+                f"A {type(self).__name__} lists its tools in its prompt, so it cannot offer "
+                f"the hosted tool {self._hosted_tools[0].type!r} (the server runs it): use an "
+                "OpenaiToolCallingAgent on promptimus.llms.OpenAIResponses."
+            )
+        items = tool_items([tool for tool in given if not isinstance(tool, HostedTool)])
         self.tools = ModuleDict(toolset(items))
         self._live_tools = LiveTools(items, self.tools)
         self._step_hooks: dict[int, StepHook] = {}

@@ -51,6 +51,7 @@ from ..modules.compaction import Compactor
 from ..modules.memory import Memory
 from ..modules.partial_output_stream import StreamedAnswer
 from ..modules.structural import StructuralOutput
+from ..tools.hosted import HostedTool
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool
 from .base_agent import Act, BaseAgent, Decision, Final, LoopState, Retry, ToolInvocation
 from .nesting import DEFAULT_MAX_NESTING
@@ -73,10 +74,12 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
     `StructuralOutput` (a model class alone adds no keys, as in the original).
     """
 
+    _sends_hosted_tools = True
+
     def __init__(
         self,
         prompt: str | Callable[..., Any] | None,
-        tools: Iterable[Tool | Module | Callable[..., Any]] = (),
+        tools: Iterable[Tool | Module | Callable[..., Any] | HostedTool] = (),
         max_steps: int = 5,
         memory_size: int = 50,
         structural_output: type[BaseModel] | StructuralOutput[Any] | None = None,
@@ -149,6 +152,7 @@ class OpenaiToolCallingAgent(BaseAgent[Any]):
         kwargs: dict[str, Any] = {}
         tools = self._all_tools()
         entries = [tool.to_openai() for tool in tools]
+        entries += [tool.to_openai() for tool in self._hosted_tools]  # the server runs these
         mode = self._mode(bool(tools))
         if state is not None:
             state.answer_tool = None

@@ -30,6 +30,7 @@ from promptimus.llms.anthropic_format import (
     translate_options,
 )
 from promptimus.llms.capabilities import ProviderCapabilities
+from promptimus.llms.hosted_tools import refuse_hosted_tools
 from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
@@ -197,6 +198,7 @@ class Anthropic(StreamChecks):
     # --- request plumbing ------------------------------------------------------------------
 
     def _params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
+        refuse_hosted_tools({**self.call_kwargs, **kwargs}.get("tools"), self._context)
         params = translate_options({**self.call_kwargs, **kwargs})
         unknown = sorted(params.keys() - _REQUEST_OPTIONS)
         if unknown:

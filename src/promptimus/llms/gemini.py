@@ -22,6 +22,7 @@ from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.gemini_errors import GeminiAPIError, from_sdk_error
 from promptimus.llms.gemini_format import chunk_to_delta, request_body, response_to_message
+from promptimus.llms.hosted_tools import refuse_hosted_tools
 from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
@@ -199,6 +200,7 @@ class Gemini(StreamChecks):
 
     def _body(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
         options = {**self.call_kwargs, **kwargs}
+        refuse_hosted_tools(options.get("tools"), self._context)
         if "thinking" in options:  # per call, in the constructor's terms
             options["thinking"] = thinking_config(options["thinking"])
         return request_body(history, options, self.thinking)

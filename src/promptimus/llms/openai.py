@@ -20,6 +20,7 @@ from promptimus.dto import Message, MessageDelta
 from promptimus.errors import PromptimusError, UnknownRequestOption
 from promptimus.llms.accumulator import MessageAccumulator
 from promptimus.llms.capabilities import ProviderCapabilities
+from promptimus.llms.hosted_tools import refuse_hosted_tools
 from promptimus.llms.openai_format import (
     chunk_to_delta,
     completion_to_message,
@@ -107,6 +108,7 @@ class OpenAILike(StreamChecks):
 
     def _params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
         params = {"model": self.model_name, **self.call_kwargs, **kwargs}
+        refuse_hosted_tools(params.get("tools"), self._context)
         unknown = unknown_options(params, type(self._factory.get().chat.completions).create)
         if unknown:
             raise UnknownRequestOption(
