@@ -12,7 +12,8 @@ from ..core import Module, ModuleList
 from ..core.hooks import revise_call_input
 from ..dto import Message, MessageRole
 from ..errors import InvalidArgument, InvalidVerdict
-from .guardrail import Guardrail, ToolGuardrail
+from ..modules.output_judge import OutputJudge, judging_output
+from .guardrail import Guardrail, OutputGuardrail, ToolGuardrail
 from .screen import Guards, checked_guardrails, screen_text, tripped
 
 __all__ = ["Guarded"]
@@ -24,9 +25,11 @@ class Guarded(Module):
     checked), output guardrails check what `module` returns (a text, a message's content, or a
     pydantic model as JSON). A replacement is passed on in place of the original; a block raises
     `GuardrailTripped`, or for an output guardrail with `retry=N` calls `module` again, up to N
-    times. Input guardrails are all waited for here (`parallel` applies to agents, whose first
-    model request can start beside the check). Tool guardrails need an agent: give them to the
-    agent's `guardrails=`."""
+    times. A `StructuralOutput.stream` inside `module` shows nothing before the output
+    guardrails judged its answer (see `promptimus.modules.output_judge`); its block raises at
+    once, without a retry. Input guardrails are all waited for here (`parallel` applies to
+    agents, whose first model request can start beside the check). Tool guardrails need an
+    agent: give them to the agent's `guardrails=`."""
 
     def __init__(self, module: Module, guardrails: Iterable[Guardrail]) -> None:
         super().__init__()
@@ -51,8 +54,12 @@ class Guarded(Module):
                 revise_call_input(self, args, kwargs)
         retries: dict[int, int] = {}
         while True:
-            output = await self.module(*args, **kwargs)
             if not guards.output:
+                return await self.module(*args, **kwargs)
+            judged: list[Any] = []  # what a stream inside had judged, as it was left
+            with judging_output(self._judge(guards.output, judged)):
+                output = await self.module(*args, **kwargs)
+            if any(output is value for value in judged):
                 return output
             text = _output_text(output)
             screened, _, blocked = await screen_text(guards.output, text)
@@ -63,6 +70,22 @@ class Guarded(Module):
             if used >= getattr(guard, "retry", 0):
                 raise tripped(blocked, f"Guarded {self.module.path!r}")
             retries[id(guard)] = used + 1
+
+    def _judge(self, guards: tuple[OutputGuardrail, ...], judged: list[Any]) -> OutputJudge:
+        """The judge a stream inside `module` asks (`promptimus.modules.output_judge`): the
+        value as `guards` left it, kept in `judged`; a block raises `GuardrailTripped`."""
+
+        async def judge(value: Any) -> Any:
+            with judging_output(None):  # a judge's own streams are not held for it
+                text = _output_text(value)
+                screened, _, blocked = await screen_text(guards, text)
+            if blocked is not None:
+                raise tripped(blocked, f"Guarded {self.module.path!r}")
+            shown = value if screened == text else _replaced(value, screened)
+            judged.append(shown)
+            return shown
+
+        return judge
 
     async def _screen_arguments(
         self, guards: tuple[Guardrail, ...], args: tuple[Any, ...], kwargs: dict[str, Any]

@@ -58,6 +58,7 @@ from ..observe.provider_calls import report_event
 from ..prompts.prompt import Prompt
 from ..prompts.template import format_template
 from .memory import as_messages
+from .output_judge import output_judge
 from .partial_output import PartialReader
 
 __all__ = ["StructuralOutput", "format_validation_error", "openai_response_format"]
@@ -359,12 +360,18 @@ class StructuralOutput(Module, Generic[T]):
         `partial_model(output_model)`: the fields that arrived and validate, in order) as the
         reply comes in, then the fully validated `output_model` instance, last. A reply that
         fails validation is sent back as by `forward` (the next attempt's partials start
-        afresh). A call of this module like `forward`: hooks, tracing and usage see it."""
+        afresh). A call of this module like `forward`: hooks, tracing and usage see it.
+
+        Inside a module with output guardrails around its call (`Guarded`), nothing shows
+        before they judged the answer: the partials are held, then yielded with the answer
+        when allowed; a replaced answer comes alone; a blocked one raises `GuardrailTripped`."""
         queue: asyncio.Queue[BaseModel] = asyncio.Queue()
 
         async def answer(module: StructuralOutput[T], history: Any, **variables: Any) -> T:
             return await module._answer(history, variables, queue.put_nowait)
 
+        judge = output_judge()
+        held: list[BaseModel] | None = None if judge is None else []
         task = asyncio.ensure_future(self._call(answer, (history,), prompt_vars))
         getter: asyncio.Future[BaseModel] | None = None
         try:
@@ -372,12 +379,21 @@ class StructuralOutput(Module, Generic[T]):
                 getter = asyncio.ensure_future(queue.get())
                 await asyncio.wait({getter, task}, return_when=asyncio.FIRST_COMPLETED)
                 if getter.done():
-                    yield getter.result()
+                    if held is None:
+                        yield getter.result()
+                    else:  # an output guardrail has not judged the answer yet
+                        held.append(getter.result())
                     continue
                 getter.cancel()
-                while not queue.empty():
-                    yield queue.get_nowait()
-                yield task.result()
+                rest = [queue.get_nowait() for _ in range(queue.qsize())]
+                final = task.result()
+                if judge is not None and held is not None:
+                    shown = await judge(final)
+                    rest = [*held, *rest] if shown is final else []
+                    final = shown
+                for partial in rest:
+                    yield partial
+                yield final
                 return
         finally:
             if getter is not None:
