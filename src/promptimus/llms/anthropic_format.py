@@ -29,7 +29,8 @@ from promptimus.dto import (
     ToolRequest,
     Usage,
 )
-from promptimus.errors import EmptyReply, MalformedReply, RequestRejected
+from promptimus.errors import EmptyReply, ErrorInReply, MalformedReply, RequestRejected
+from promptimus.llms.server_said import said_by_server
 
 __all__ = [
     "PROVIDER",
@@ -291,30 +292,47 @@ def usage_from_anthropic(data: Any) -> Usage | None:
     )
 
 
+def _kind(block: Any, where: str) -> str:
+    """A content block's ``type`` (``MalformedReply`` for a block that is not an object or has
+    no text type)."""
+    if not isinstance(block, dict):
+        raise MalformedReply(f"{where} is {type(block).__name__}, expected a content block")
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        raise MalformedReply(f"{where}.type is {kind!r}, expected the block's type as text")
+    return kind
+
+
 def _thinking(block: dict[str, Any]) -> ThinkingBlock:
-    if block["type"] == "redacted_thinking":
+    if block.get("type") == "redacted_thinking":
         return ThinkingBlock(provider=PROVIDER, redacted=_text(block, "data"))
     return ThinkingBlock(
-        provider=PROVIDER, text=_text(block, "thinking"), signature=block.get("signature")
+        provider=PROVIDER, text=_text(block, "thinking"), signature=_optional(block, "signature")
     )
 
 
-def _text(block: dict[str, Any], key: str) -> str:
+def _optional(block: dict[str, Any], key: str) -> str | None:
+    """A text field of a block that may be absent (None), never another type."""
     value = block.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise MalformedReply(f"a {block.get('type')} block's {key} is not a string")
+    if value is not None and not isinstance(value, str):
+        raise MalformedReply(
+            f"a {block.get('type')} block's {key} is {type(value).__name__} ({value!r:.40}), "
+            "expected text"
+        )
     return value
 
 
+def _text(block: dict[str, Any], key: str) -> str:
+    return _optional(block, key) or ""
+
+
 def _tool_request(block: dict[str, Any]) -> ToolRequest:
-    name = block.get("name")
-    if not isinstance(name, str) or not name:
+    name = _optional(block, "name")
+    if not name:
         raise MalformedReply("a tool_use block has no name")
     arguments = block.get("input")
     text = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
-    return ToolRequest(id=block.get("id"), function=ToolFunction(name=name, arguments=text))
+    return ToolRequest(id=_optional(block, "id"), function=ToolFunction(name=name, arguments=text))
 
 
 def reply_to_message(data: Any) -> Message:
@@ -325,12 +343,14 @@ def reply_to_message(data: Any) -> Message:
         raise MalformedReply(f"the body is {type(data).__name__}, not a JSON object")
     blocks = data.get("content")
     if not isinstance(blocks, list):
+        if data.get("error") is not None:
+            raise ErrorInReply(said_by_server(data["error"]))
         raise MalformedReply("content is missing or not a list of content blocks")
     texts: list[str] = []
     calls: list[ToolRequest] = []
     thinking: list[ThinkingBlock] = []
-    for block in blocks:
-        kind = block.get("type") if isinstance(block, dict) else None
+    for position, block in enumerate(blocks):
+        kind = _kind(block, f"content[{position}]")
         if kind == "text":
             texts.append(_text(block, "text"))
         elif kind == "tool_use":
@@ -353,6 +373,25 @@ def reply_to_message(data: Any) -> Message:
         finish_reason=finish,
         model_name=model if isinstance(model, str) and model else None,
     )
+
+
+_TEXT_FIELDS = {
+    "text": ("text",),
+    "tool_use": ("id", "name"),
+    "thinking": ("thinking", "signature"),
+    "redacted_thinking": ("data",),
+}
+"""The text fields of each content block type a stream starts (checked when it starts)."""
+
+
+def _usage_object(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise MalformedReply(
+            f"{where} is {type(value).__name__} ({value!r:.40}), expected an object"
+        )
+    return value
 
 
 class StreamReader:
@@ -380,7 +419,12 @@ class StreamReader:
         if kind == "content_block_start":
             return self._start(event)
         if kind == "content_block_stop":
-            block = self._blocks.get(event.get("index", -1))
+            index = event.get("index")
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise MalformedReply(
+                    f"content_block_stop.index is {index!r:.40}, expected a block's number"
+                )
+            block = self._blocks.get(index)
             if block is not None and block["type"] in ("thinking", "redacted_thinking"):
                 return MessageDelta(thinking=[_thinking(block)])
             return None
@@ -388,7 +432,7 @@ class StreamReader:
             message = event.get("message")
             if not isinstance(message, dict):
                 raise MalformedReply("message_start carries no message")
-            self._usage.update(message.get("usage") or {})
+            self._usage.update(_usage_object(message.get("usage"), "message_start.message.usage"))
             model = message.get("model")
             self._model = model if isinstance(model, str) and model else None
             return MessageDelta(model_name=self._model)
@@ -399,11 +443,14 @@ class StreamReader:
     def _start(self, event: dict[str, Any]) -> MessageDelta | None:
         index = event.get("index")
         block = event.get("content_block")
-        if not isinstance(index, int) or not isinstance(block, dict):
+        if not isinstance(index, int) or isinstance(index, bool) or not isinstance(block, dict):
             raise MalformedReply("content_block_start has no index or no content_block")
         block = dict(block)
+        kind = _kind(block, "content_block_start.content_block")
+        for key in _TEXT_FIELDS.get(kind, ()):
+            _optional(block, key)
         self._blocks[index] = block
-        if block.get("type") == "tool_use":
+        if kind == "tool_use":
             call = self._calls[index] = len(self._calls)
             given = block.get("input")  # {} from the API; whole from a server that sends no deltas
             fragment = ToolCallDelta(
@@ -413,7 +460,7 @@ class StreamReader:
                 arguments=json.dumps(given, ensure_ascii=False) if given else "",
             )
             return MessageDelta(tool_calls=[fragment])
-        if block.get("type") == "text" and block.get("text"):
+        if kind == "text" and block.get("text"):
             return MessageDelta(content=block["text"])
         return None
 
@@ -436,6 +483,11 @@ class StreamReader:
         if kind == "input_json_delta":
             partial = _text(delta, "partial_json")
             assert isinstance(index, int)
+            if index not in self._calls:
+                raise MalformedReply(
+                    f"an input_json_delta came for content block {index}, a {block['type']} "
+                    "block, not a tool_use block"
+                )
             return MessageDelta(
                 tool_calls=[ToolCallDelta(index=self._calls[index], arguments=partial)]
             )
@@ -443,7 +495,7 @@ class StreamReader:
 
     def _finish(self, event: dict[str, Any]) -> MessageDelta:
         delta = event.get("delta") or {}
-        self._usage.update(event.get("usage") or {})
+        self._usage.update(_usage_object(event.get("usage"), "message_delta.usage"))
         stop = delta.get("stop_reason") if isinstance(delta, dict) else None
         finish = _FINISH.get(stop, stop) if isinstance(stop, str) else None
         return MessageDelta(
