@@ -20,7 +20,7 @@ from promptimus.dto import Message, MessageDelta
 from promptimus.errors import EmptyReply, InvalidArgument, MalformedReply, ProviderConfigError
 from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
-from promptimus.llms.gemini_errors import GeminiAPIError, from_sdk_error
+from promptimus.llms.gemini_errors import from_sdk_error, malformed_error_event
 from promptimus.llms.gemini_format import chunk_to_delta, request_body, response_to_message
 from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
@@ -308,15 +308,19 @@ class Gemini(StreamChecks):
         return events, held, received, slot, reservation
 
 
-def _restated(exc: Exception) -> GeminiAPIError | None:
-    """The `GeminiAPIError` ``exc`` stands for when it is the SDK's API error, else None."""
+def _restated(exc: Exception) -> Exception | None:
+    """The `GeminiAPIError` ``exc`` stands for when it is the SDK's API error (a
+    `MalformedReply` when its body is not Google's error shape), else None."""
     if type(exc).__module__ == "google.genai.errors" and hasattr(exc, "details"):
-        return from_sdk_error(exc)
-    return None
+        try:
+            return from_sdk_error(exc)
+        except MalformedReply as malformed:
+            return malformed
+    return malformed_error_event(exc)
 
 
 async def _post(connection: _Connection, path: str, body: dict[str, Any]) -> str:
-    error: GeminiAPIError | None = None
+    error: Exception | None = None
     try:
         response = await connection.api.async_request("post", path, body)
     except Exception as exc:
@@ -330,7 +334,7 @@ async def _post(connection: _Connection, path: str, body: dict[str, Any]) -> str
 
 
 async def _open_events(connection: _Connection, body: dict[str, Any]) -> Any:
-    error: GeminiAPIError | None = None
+    error: Exception | None = None
     try:
         return await connection.api.async_request_streamed("post", connection.stream, body)
     except Exception as exc:

@@ -31,7 +31,8 @@ from promptimus.dto import (
     ToolRequest,
     Usage,
 )
-from promptimus.errors import EmptyReply, MalformedReply, UnknownRequestOption
+from promptimus.errors import EmptyReply, ErrorInReply, MalformedReply, UnknownRequestOption
+from promptimus.llms.server_said import said_by_server
 
 __all__ = [
     "PROVIDER",
@@ -296,7 +297,7 @@ def _count(data: dict[str, Any], key: str) -> int:
     value = data.get(key)
     if value is None:
         return 0
-    if isinstance(value, str) and value.isdigit():  # int64 fields may come as strings
+    if isinstance(value, str) and value.isascii() and value.isdigit():  # int64 as a string
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise MalformedReply(f"usageMetadata.{key} is {value!r}, expected a token count")
@@ -325,6 +326,8 @@ def _candidate(data: Any, where: str) -> tuple[dict[str, Any] | None, list[dict[
     if not isinstance(data, dict):
         raise MalformedReply(f"{where} is {type(data).__name__}, expected a JSON object")
     candidates = data.get("candidates")
+    if candidates is None and data.get("error") is not None:
+        raise ErrorInReply(said_by_server(data["error"]))
     if candidates is None:
         return None, []
     if not isinstance(candidates, list):
