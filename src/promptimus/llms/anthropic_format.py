@@ -29,7 +29,14 @@ from promptimus.dto import (
     ToolRequest,
     Usage,
 )
-from promptimus.errors import EmptyReply, ErrorInReply, MalformedReply, RequestRejected
+from promptimus.errors import (
+    EmptyReply,
+    ErrorInReply,
+    InvalidArgument,
+    MalformedReply,
+    RequestRejected,
+)
+from promptimus.llms.option_shapes import json_schema_of, object_option, text_list_option
 from promptimus.llms.server_said import said_by_server
 
 __all__ = [
@@ -197,40 +204,79 @@ def _count_breakpoints(params: dict[str, Any]) -> int:
     return count
 
 
-def _tool(entry: dict[str, Any]) -> dict[str, Any]:
+_WHO = "Anthropic"
+
+
+def _tool(entry: Any) -> dict[str, Any]:
     """An OpenAI ``tools`` entry as an Anthropic tool (an Anthropic-shaped one passes)."""
+    if not isinstance(entry, dict):
+        raise InvalidArgument(
+            f"{_WHO}: each entry of the tools option must be a tool dict, got {entry!r:.60}."
+        )
     function = entry.get("function")
     if entry.get("type") != "function" or not isinstance(function, dict):
+        if not isinstance(entry.get("name"), str):
+            raise InvalidArgument(
+                f"{_WHO}: a tools entry needs a name: {{'type': 'function', 'function': "
+                f"{{'name': ..., 'parameters': {{...}}}}}} or {{'name': ..., 'input_schema': "
+                f"{{...}}}}, got {entry!r:.80}."
+            )
         return entry
-    tool: dict[str, Any] = {"name": function["name"]}
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidArgument(
+            f"{_WHO}: a function in the tools option needs a name, got {entry!r:.80}."
+        )
+    tool: dict[str, Any] = {"name": name}
     if function.get("description"):
         tool["description"] = function["description"]
     tool["input_schema"] = function.get("parameters") or {"type": "object", "properties": {}}
     return tool
 
 
+_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+
+
 def _tool_choice(choice: Any, parallel: bool | None) -> Any:
-    if isinstance(choice, str):
-        choice = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}[
-            choice
-        ]
+    if isinstance(choice, str) and choice in _CHOICES:
+        choice = _CHOICES[choice]
     elif isinstance(choice, dict) and choice.get("type") == "function":
-        choice = {"type": "tool", "name": choice["function"]["name"]}
-    if parallel is False and isinstance(choice, dict) and choice.get("type") != "none":
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not name:
+            raise InvalidArgument(
+                f"{_WHO}: tool_choice names a function as {{'type': 'function', 'function': "
+                f"{{'name': ...}}}}, got {choice!r:.80}."
+            )
+        choice = {"type": "tool", "name": name}
+    elif not isinstance(choice, dict) or not isinstance(choice.get("type"), str):
+        raise InvalidArgument(
+            f"{_WHO}: tool_choice must be 'auto', 'required', 'none', {{'type': 'function', "
+            f"'function': {{'name': ...}}}} or the API's own object, got {choice!r:.60}."
+        )
+    if parallel is False and choice.get("type") != "none":
         choice = {**choice, "disable_parallel_tool_use": True}
     return choice
 
 
 def translate_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Request options in the OpenAI shape, as Messages API fields (others pass through)."""
+    """Request options in the OpenAI shape, as Messages API fields (others pass through).
+    ``InvalidArgument`` names an option of the wrong shape."""
     out = dict(options)
+    for key in ("extra_body", "extra_headers", "extra_query", "metadata"):
+        object_option(out, key, _WHO)
     if "max_completion_tokens" in out:
         out["max_tokens"] = out.pop("max_completion_tokens")
-    if "stop" in out:
-        stop = out.pop("stop")
-        out["stop_sequences"] = [stop] if isinstance(stop, str) else stop
+    stop = out.pop("stop", None)
+    if stop is not None:
+        out["stop_sequences"] = text_list_option(stop, "stop", _WHO)
     if "tools" in out:
-        out["tools"] = [_tool(entry) for entry in out["tools"]]
+        tools = out["tools"]
+        if not isinstance(tools, list | tuple):
+            raise InvalidArgument(
+                f"{_WHO}: the tools option must be a list of tools, got {tools!r:.60}."
+            )
+        out["tools"] = [_tool(entry) for entry in tools]
     parallel = out.pop("parallel_tool_calls", None)
     if "tool_choice" in out or parallel is False:
         out["tool_choice"] = _tool_choice(out.pop("tool_choice", "auto"), parallel)
@@ -243,9 +289,8 @@ def translate_options(options: dict[str, Any]) -> dict[str, Any]:
 
 def _output_format(response_format: Any) -> dict[str, Any] | None:
     """Anthropic's structured-output format for an OpenAI ``response_format``."""
-    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    kind, schema = json_schema_of(response_format, _WHO)
     if kind == "json_schema":
-        schema = response_format["json_schema"]["schema"]
         return {"type": "json_schema", "schema": schema}
     if kind in (None, "text"):
         return None

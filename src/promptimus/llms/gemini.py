@@ -22,6 +22,7 @@ from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.gemini_errors import from_sdk_error, malformed_error_event
 from promptimus.llms.gemini_format import chunk_to_delta, request_body, response_to_message
+from promptimus.llms.option_shapes import options_dict
 from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
@@ -119,6 +120,8 @@ class Gemini(StreamChecks):
     ) -> None:
         if not isinstance(model_name, str) or not model_name.strip():
             raise InvalidArgument(f"Gemini needs a model name, got {model_name!r}.")
+        call_kwargs = options_dict(call_kwargs, "call_kwargs", "Gemini")
+        request_body([], call_kwargs, None)  # an unknown or wrong-shaped option fails here
         if base_url is None:
             base_url = os.environ.get("GEMINI_BASE_URL") or None
         super().__init__(

@@ -32,6 +32,7 @@ from promptimus.dto import (
     Usage,
 )
 from promptimus.errors import EmptyReply, ErrorInReply, MalformedReply, UnknownRequestOption
+from promptimus.llms.option_shapes import json_schema_of, object_option, text_list_option
 from promptimus.llms.server_said import said_by_server
 
 __all__ = [
@@ -177,9 +178,8 @@ def messages_to_gemini(
 def _response_format(value: Any) -> dict[str, Any]:
     """The ``generationConfig`` fields for an OpenAI-style ``response_format``: a JSON schema
     through ``responseJsonSchema``, JSON mode (``json_object``) through the MIME type alone."""
-    kind = value.get("type") if isinstance(value, dict) else None
+    kind, schema = json_schema_of(value, "Gemini", schema_required=False)
     if kind == "json_schema":
-        schema = value.get("json_schema", {}).get("schema")
         config: dict[str, Any] = {"responseMimeType": "application/json"}
         if schema is not None:
             config["responseJsonSchema"] = schema
@@ -271,12 +271,12 @@ def request_body(
             config[field] = options[name]
     stop = options.get("stop")
     if stop is not None:
-        config["stopSequences"] = [stop] if isinstance(stop, str) else list(stop)
+        config["stopSequences"] = text_list_option(stop, "stop", "Gemini")
     config.update(_response_format(options.get("response_format")))
     thinking = options.get("thinking", thinking)
     if thinking is not None:
         config["thinkingConfig"] = thinking
-    config.update(options.get("generation_config") or {})
+    config.update(object_option(options, "generation_config", "Gemini"))
     if config:
         body["generationConfig"] = config
     tools = _tools(options.get("tools"))
@@ -286,7 +286,7 @@ def request_body(
             body["toolConfig"] = _tool_config(options["tool_choice"])
     if options.get("safety_settings") is not None:
         body["safetySettings"] = options["safety_settings"]
-    body.update(options.get("extra_body") or {})
+    body.update(object_option(options, "extra_body", "Gemini"))
     return body
 
 
