@@ -13,6 +13,7 @@ provider-call observers.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import logging
 from collections.abc import AsyncIterator
@@ -31,6 +32,7 @@ from promptimus.llms.anthropic_format import (
 )
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.hosted_tools import refuse_hosted_tools
+from promptimus.llms.option_shapes import options_dict
 from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
@@ -73,6 +75,25 @@ _REQUEST_OPTIONS = frozenset(
     }
 )
 """The Messages API's request fields (and the SDK's per-call transport options)."""
+
+
+def _check_client_keywords(client_kwargs: dict[str, Any]) -> None:
+    """A keyword meant for the SDK client that ``AsyncAnthropic`` does not take is refused
+    here, not at the first request (unchecked when the SDK is not installed)."""
+    if not client_kwargs:
+        return
+    try:
+        import anthropic
+    except ImportError:
+        return
+    accepted = inspect.signature(anthropic.AsyncAnthropic.__init__).parameters
+    unknown = sorted(set(client_kwargs) - set(accepted) - {"self"})
+    if unknown:
+        takes = ", ".join(sorted(set(accepted) - {"self", "api_key", "base_url", "max_retries"}))
+        raise UnknownRequestOption(
+            f"Anthropic got keyword(s) it does not know: {', '.join(unknown)}. It passes other "
+            f"keywords to the anthropic client, which takes: {takes}."
+        )
 
 
 def _thinking_config(thinking: Any, max_tokens: int) -> dict[str, Any] | None:
@@ -144,6 +165,9 @@ class Anthropic(StreamChecks):
         if not isinstance(cache, bool):
             raise InvalidArgument(f"Anthropic: cache must be True or False, got {cache!r}.")
         self.cache = cache
+        call_kwargs = options_dict(call_kwargs, "call_kwargs", "Anthropic")
+        self._check_options(call_kwargs, "call_kwargs")
+        _check_client_keywords(client_kwargs)
         super().__init__(
             model,
             api_key,
@@ -197,16 +221,22 @@ class Anthropic(StreamChecks):
 
     # --- request plumbing ------------------------------------------------------------------
 
-    def _params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
-        refuse_hosted_tools({**self.call_kwargs, **kwargs}.get("tools"), self._context)
-        params = translate_options({**self.call_kwargs, **kwargs})
+    def _check_options(self, options: dict[str, Any], where: str) -> dict[str, Any]:
+        """``options`` as Messages API fields; an unknown or wrong-shaped one is refused."""
+        params = translate_options(options)
         unknown = sorted(params.keys() - _REQUEST_OPTIONS)
         if unknown:
             raise UnknownRequestOption(
-                f"The {self._context} got option(s) the Messages API does not take: "
+                f"Anthropic: {where} has option(s) the Messages API does not take: "
                 f"{', '.join(unknown)}. Pass fields a server adds to the API in "
                 f"extra_body={{...}} (e.g. extra_body={{{unknown[0]!r}: ...}})."
             )
+        return params
+
+    def _params(self, history: list[Message], kwargs: dict[str, Any]) -> dict[str, Any]:
+        options = {**self.call_kwargs, **kwargs}
+        refuse_hosted_tools(options.get("tools"), self._context)
+        params = self._check_options(options, f"the {self._context}")
         params["model"] = self.model_name
         params.setdefault("max_tokens", self.max_tokens)
         if self.thinking is not None and "thinking" not in params:

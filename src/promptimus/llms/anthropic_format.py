@@ -29,7 +29,15 @@ from promptimus.dto import (
     ToolRequest,
     Usage,
 )
-from promptimus.errors import EmptyReply, MalformedReply, RequestRejected
+from promptimus.errors import (
+    EmptyReply,
+    ErrorInReply,
+    InvalidArgument,
+    MalformedReply,
+    RequestRejected,
+)
+from promptimus.llms.option_shapes import json_schema_of, object_option, text_list_option
+from promptimus.llms.server_said import said_by_server
 
 __all__ = [
     "PROVIDER",
@@ -196,40 +204,79 @@ def _count_breakpoints(params: dict[str, Any]) -> int:
     return count
 
 
-def _tool(entry: dict[str, Any]) -> dict[str, Any]:
+_WHO = "Anthropic"
+
+
+def _tool(entry: Any) -> dict[str, Any]:
     """An OpenAI ``tools`` entry as an Anthropic tool (an Anthropic-shaped one passes)."""
+    if not isinstance(entry, dict):
+        raise InvalidArgument(
+            f"{_WHO}: each entry of the tools option must be a tool dict, got {entry!r:.60}."
+        )
     function = entry.get("function")
     if entry.get("type") != "function" or not isinstance(function, dict):
+        if not isinstance(entry.get("name"), str):
+            raise InvalidArgument(
+                f"{_WHO}: a tools entry needs a name: {{'type': 'function', 'function': "
+                f"{{'name': ..., 'parameters': {{...}}}}}} or {{'name': ..., 'input_schema': "
+                f"{{...}}}}, got {entry!r:.80}."
+            )
         return entry
-    tool: dict[str, Any] = {"name": function["name"]}
+    name = function.get("name")
+    if not isinstance(name, str) or not name:
+        raise InvalidArgument(
+            f"{_WHO}: a function in the tools option needs a name, got {entry!r:.80}."
+        )
+    tool: dict[str, Any] = {"name": name}
     if function.get("description"):
         tool["description"] = function["description"]
     tool["input_schema"] = function.get("parameters") or {"type": "object", "properties": {}}
     return tool
 
 
+_CHOICES = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}
+
+
 def _tool_choice(choice: Any, parallel: bool | None) -> Any:
-    if isinstance(choice, str):
-        choice = {"auto": {"type": "auto"}, "required": {"type": "any"}, "none": {"type": "none"}}[
-            choice
-        ]
+    if isinstance(choice, str) and choice in _CHOICES:
+        choice = _CHOICES[choice]
     elif isinstance(choice, dict) and choice.get("type") == "function":
-        choice = {"type": "tool", "name": choice["function"]["name"]}
-    if parallel is False and isinstance(choice, dict) and choice.get("type") != "none":
+        function = choice.get("function")
+        name = function.get("name") if isinstance(function, dict) else None
+        if not isinstance(name, str) or not name:
+            raise InvalidArgument(
+                f"{_WHO}: tool_choice names a function as {{'type': 'function', 'function': "
+                f"{{'name': ...}}}}, got {choice!r:.80}."
+            )
+        choice = {"type": "tool", "name": name}
+    elif not isinstance(choice, dict) or not isinstance(choice.get("type"), str):
+        raise InvalidArgument(
+            f"{_WHO}: tool_choice must be 'auto', 'required', 'none', {{'type': 'function', "
+            f"'function': {{'name': ...}}}} or the API's own object, got {choice!r:.60}."
+        )
+    if parallel is False and choice.get("type") != "none":
         choice = {**choice, "disable_parallel_tool_use": True}
     return choice
 
 
 def translate_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Request options in the OpenAI shape, as Messages API fields (others pass through)."""
+    """Request options in the OpenAI shape, as Messages API fields (others pass through).
+    ``InvalidArgument`` names an option of the wrong shape."""
     out = dict(options)
+    for key in ("extra_body", "extra_headers", "extra_query", "metadata"):
+        object_option(out, key, _WHO)
     if "max_completion_tokens" in out:
         out["max_tokens"] = out.pop("max_completion_tokens")
-    if "stop" in out:
-        stop = out.pop("stop")
-        out["stop_sequences"] = [stop] if isinstance(stop, str) else stop
+    stop = out.pop("stop", None)
+    if stop is not None:
+        out["stop_sequences"] = text_list_option(stop, "stop", _WHO)
     if "tools" in out:
-        out["tools"] = [_tool(entry) for entry in out["tools"]]
+        tools = out["tools"]
+        if not isinstance(tools, list | tuple):
+            raise InvalidArgument(
+                f"{_WHO}: the tools option must be a list of tools, got {tools!r:.60}."
+            )
+        out["tools"] = [_tool(entry) for entry in tools]
     parallel = out.pop("parallel_tool_calls", None)
     if "tool_choice" in out or parallel is False:
         out["tool_choice"] = _tool_choice(out.pop("tool_choice", "auto"), parallel)
@@ -242,9 +289,8 @@ def translate_options(options: dict[str, Any]) -> dict[str, Any]:
 
 def _output_format(response_format: Any) -> dict[str, Any] | None:
     """Anthropic's structured-output format for an OpenAI ``response_format``."""
-    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    kind, schema = json_schema_of(response_format, _WHO)
     if kind == "json_schema":
-        schema = response_format["json_schema"]["schema"]
         return {"type": "json_schema", "schema": schema}
     if kind in (None, "text"):
         return None
@@ -291,30 +337,47 @@ def usage_from_anthropic(data: Any) -> Usage | None:
     )
 
 
+def _kind(block: Any, where: str) -> str:
+    """A content block's ``type`` (``MalformedReply`` for a block that is not an object or has
+    no text type)."""
+    if not isinstance(block, dict):
+        raise MalformedReply(f"{where} is {type(block).__name__}, expected a content block")
+    kind = block.get("type")
+    if not isinstance(kind, str):
+        raise MalformedReply(f"{where}.type is {kind!r}, expected the block's type as text")
+    return kind
+
+
 def _thinking(block: dict[str, Any]) -> ThinkingBlock:
-    if block["type"] == "redacted_thinking":
+    if block.get("type") == "redacted_thinking":
         return ThinkingBlock(provider=PROVIDER, redacted=_text(block, "data"))
     return ThinkingBlock(
-        provider=PROVIDER, text=_text(block, "thinking"), signature=block.get("signature")
+        provider=PROVIDER, text=_text(block, "thinking"), signature=_optional(block, "signature")
     )
 
 
-def _text(block: dict[str, Any], key: str) -> str:
+def _optional(block: dict[str, Any], key: str) -> str | None:
+    """A text field of a block that may be absent (None), never another type."""
     value = block.get(key)
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise MalformedReply(f"a {block.get('type')} block's {key} is not a string")
+    if value is not None and not isinstance(value, str):
+        raise MalformedReply(
+            f"a {block.get('type')} block's {key} is {type(value).__name__} ({value!r:.40}), "
+            "expected text"
+        )
     return value
 
 
+def _text(block: dict[str, Any], key: str) -> str:
+    return _optional(block, key) or ""
+
+
 def _tool_request(block: dict[str, Any]) -> ToolRequest:
-    name = block.get("name")
-    if not isinstance(name, str) or not name:
+    name = _optional(block, "name")
+    if not name:
         raise MalformedReply("a tool_use block has no name")
     arguments = block.get("input")
     text = json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
-    return ToolRequest(id=block.get("id"), function=ToolFunction(name=name, arguments=text))
+    return ToolRequest(id=_optional(block, "id"), function=ToolFunction(name=name, arguments=text))
 
 
 def reply_to_message(data: Any) -> Message:
@@ -325,12 +388,14 @@ def reply_to_message(data: Any) -> Message:
         raise MalformedReply(f"the body is {type(data).__name__}, not a JSON object")
     blocks = data.get("content")
     if not isinstance(blocks, list):
+        if data.get("error") is not None:
+            raise ErrorInReply(said_by_server(data["error"]))
         raise MalformedReply("content is missing or not a list of content blocks")
     texts: list[str] = []
     calls: list[ToolRequest] = []
     thinking: list[ThinkingBlock] = []
-    for block in blocks:
-        kind = block.get("type") if isinstance(block, dict) else None
+    for position, block in enumerate(blocks):
+        kind = _kind(block, f"content[{position}]")
         if kind == "text":
             texts.append(_text(block, "text"))
         elif kind == "tool_use":
@@ -353,6 +418,25 @@ def reply_to_message(data: Any) -> Message:
         finish_reason=finish,
         model_name=model if isinstance(model, str) and model else None,
     )
+
+
+_TEXT_FIELDS = {
+    "text": ("text",),
+    "tool_use": ("id", "name"),
+    "thinking": ("thinking", "signature"),
+    "redacted_thinking": ("data",),
+}
+"""The text fields of each content block type a stream starts (checked when it starts)."""
+
+
+def _usage_object(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise MalformedReply(
+            f"{where} is {type(value).__name__} ({value!r:.40}), expected an object"
+        )
+    return value
 
 
 class StreamReader:
@@ -380,7 +464,12 @@ class StreamReader:
         if kind == "content_block_start":
             return self._start(event)
         if kind == "content_block_stop":
-            block = self._blocks.get(event.get("index", -1))
+            index = event.get("index")
+            if not isinstance(index, int) or isinstance(index, bool):
+                raise MalformedReply(
+                    f"content_block_stop.index is {index!r:.40}, expected a block's number"
+                )
+            block = self._blocks.get(index)
             if block is not None and block["type"] in ("thinking", "redacted_thinking"):
                 return MessageDelta(thinking=[_thinking(block)])
             return None
@@ -388,7 +477,7 @@ class StreamReader:
             message = event.get("message")
             if not isinstance(message, dict):
                 raise MalformedReply("message_start carries no message")
-            self._usage.update(message.get("usage") or {})
+            self._usage.update(_usage_object(message.get("usage"), "message_start.message.usage"))
             model = message.get("model")
             self._model = model if isinstance(model, str) and model else None
             return MessageDelta(model_name=self._model)
@@ -399,11 +488,14 @@ class StreamReader:
     def _start(self, event: dict[str, Any]) -> MessageDelta | None:
         index = event.get("index")
         block = event.get("content_block")
-        if not isinstance(index, int) or not isinstance(block, dict):
+        if not isinstance(index, int) or isinstance(index, bool) or not isinstance(block, dict):
             raise MalformedReply("content_block_start has no index or no content_block")
         block = dict(block)
+        kind = _kind(block, "content_block_start.content_block")
+        for key in _TEXT_FIELDS.get(kind, ()):
+            _optional(block, key)
         self._blocks[index] = block
-        if block.get("type") == "tool_use":
+        if kind == "tool_use":
             call = self._calls[index] = len(self._calls)
             given = block.get("input")  # {} from the API; whole from a server that sends no deltas
             fragment = ToolCallDelta(
@@ -413,7 +505,7 @@ class StreamReader:
                 arguments=json.dumps(given, ensure_ascii=False) if given else "",
             )
             return MessageDelta(tool_calls=[fragment])
-        if block.get("type") == "text" and block.get("text"):
+        if kind == "text" and block.get("text"):
             return MessageDelta(content=block["text"])
         return None
 
@@ -436,6 +528,11 @@ class StreamReader:
         if kind == "input_json_delta":
             partial = _text(delta, "partial_json")
             assert isinstance(index, int)
+            if index not in self._calls:
+                raise MalformedReply(
+                    f"an input_json_delta came for content block {index}, a {block['type']} "
+                    "block, not a tool_use block"
+                )
             return MessageDelta(
                 tool_calls=[ToolCallDelta(index=self._calls[index], arguments=partial)]
             )
@@ -443,7 +540,7 @@ class StreamReader:
 
     def _finish(self, event: dict[str, Any]) -> MessageDelta:
         delta = event.get("delta") or {}
-        self._usage.update(event.get("usage") or {})
+        self._usage.update(_usage_object(event.get("usage"), "message_delta.usage"))
         stop = delta.get("stop_reason") if isinstance(delta, dict) else None
         finish = _FINISH.get(stop, stop) if isinstance(stop, str) else None
         return MessageDelta(

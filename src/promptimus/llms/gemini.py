@@ -20,9 +20,10 @@ from promptimus.dto import Message, MessageDelta
 from promptimus.errors import EmptyReply, InvalidArgument, MalformedReply, ProviderConfigError
 from promptimus.llms.accumulator import MessageAccumulator, stream_interrupted
 from promptimus.llms.capabilities import ProviderCapabilities
-from promptimus.llms.gemini_errors import GeminiAPIError, from_sdk_error
+from promptimus.llms.gemini_errors import from_sdk_error, malformed_error_event
 from promptimus.llms.gemini_format import chunk_to_delta, request_body, response_to_message
 from promptimus.llms.hosted_tools import refuse_hosted_tools
+from promptimus.llms.option_shapes import options_dict
 from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
@@ -120,6 +121,8 @@ class Gemini(StreamChecks):
     ) -> None:
         if not isinstance(model_name, str) or not model_name.strip():
             raise InvalidArgument(f"Gemini needs a model name, got {model_name!r}.")
+        call_kwargs = options_dict(call_kwargs, "call_kwargs", "Gemini")
+        request_body([], call_kwargs, None)  # an unknown or wrong-shaped option fails here
         if base_url is None:
             base_url = os.environ.get("GEMINI_BASE_URL") or None
         super().__init__(
@@ -310,15 +313,19 @@ class Gemini(StreamChecks):
         return events, held, received, slot, reservation
 
 
-def _restated(exc: Exception) -> GeminiAPIError | None:
-    """The `GeminiAPIError` ``exc`` stands for when it is the SDK's API error, else None."""
+def _restated(exc: Exception) -> Exception | None:
+    """The `GeminiAPIError` ``exc`` stands for when it is the SDK's API error (a
+    `MalformedReply` when its body is not Google's error shape), else None."""
     if type(exc).__module__ == "google.genai.errors" and hasattr(exc, "details"):
-        return from_sdk_error(exc)
-    return None
+        try:
+            return from_sdk_error(exc)
+        except MalformedReply as malformed:
+            return malformed
+    return malformed_error_event(exc)
 
 
 async def _post(connection: _Connection, path: str, body: dict[str, Any]) -> str:
-    error: GeminiAPIError | None = None
+    error: Exception | None = None
     try:
         response = await connection.api.async_request("post", path, body)
     except Exception as exc:
@@ -332,7 +339,7 @@ async def _post(connection: _Connection, path: str, body: dict[str, Any]) -> str
 
 
 async def _open_events(connection: _Connection, body: dict[str, Any]) -> Any:
-    error: GeminiAPIError | None = None
+    error: Exception | None = None
     try:
         return await connection.api.async_request_streamed("post", connection.stream, body)
     except Exception as exc:

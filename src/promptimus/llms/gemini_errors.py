@@ -17,7 +17,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["GeminiAPIError", "from_sdk_error"]
+from promptimus.errors import MalformedReply
+from promptimus.llms.server_said import said_by_server
+
+__all__ = ["GeminiAPIError", "from_sdk_error", "malformed_error_event"]
 
 _OVERFLOW = re.compile(
     r"input token count(?: \(|\s+)(\d+)\)? exceeds the maximum number of tokens allowed"
@@ -65,9 +68,16 @@ def _retry_delay(details: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def _rejected_field(details: list[dict[str, Any]]) -> str | None:
+def _rejected_field(details: list[dict[str, Any]], error: dict[str, Any]) -> str | None:
     for detail in details:
-        for violation in detail.get("fieldViolations") or ():
+        violations = detail.get("fieldViolations") or ()
+        if not isinstance(violations, list | tuple):
+            raise MalformedReply(
+                f"error.details[].fieldViolations is {type(violations).__name__} "
+                f"({violations!r:.40}), expected a list; the server said: "
+                f"{said_by_server(error)}"
+            )
+        for violation in violations:
             field = violation.get("field") if isinstance(violation, dict) else None
             if isinstance(field, str) and field:
                 flat = field.replace("_", "").lower()
@@ -100,7 +110,7 @@ def error_body(status_code: int, raw: Any) -> dict[str, Any]:
         fields["n_ctx"] = int(overflow.group(2))
     elif status_code < 500 and (fields["status"] in _REJECTING_STATUSES or status_code == 400):
         fields["type"] = "invalid_request_error"
-    field = _rejected_field(details)
+    field = _rejected_field(details, error)
     if field is not None:
         fields["param"] = field
     return {"error": fields}
@@ -125,3 +135,31 @@ def from_sdk_error(exc: Any) -> GeminiAPIError:
         if delay is not None:
             headers["retry-after"] = delay
     return GeminiAPIError(code, body, headers)
+
+
+def malformed_error_event(exc: BaseException) -> MalformedReply | None:
+    """The `MalformedReply` for a stream error event the SDK could not read (its ``error`` not
+    an object, or its ``code`` not a number: the SDK fails with a TypeError or AttributeError
+    while raising it), else None."""
+    if not isinstance(exc, TypeError | AttributeError):
+        return None
+    event: Any = None
+    trace = exc.__traceback__
+    while trace is not None:
+        frame = trace.tb_frame
+        if frame.f_globals.get("__name__", "").startswith("google.genai"):
+            event = frame.f_locals.get("chunk_json", event)
+        trace = trace.tb_next
+    if not isinstance(event, dict) or "error" not in event:
+        return None
+    error = event["error"]
+    if not isinstance(error, dict):
+        return MalformedReply(
+            f"a stream error event's error is {type(error).__name__}, expected an object; "
+            f"the server said: {said_by_server(error)}"
+        )
+    code = error.get("code")
+    return MalformedReply(
+        f"a stream error event's error.code is {type(code).__name__} ({code!r:.40}), expected "
+        f"an HTTP status number; the server said: {said_by_server(error)}"
+    )

@@ -31,7 +31,9 @@ from promptimus.dto import (
     ToolRequest,
     Usage,
 )
-from promptimus.errors import EmptyReply, MalformedReply, UnknownRequestOption
+from promptimus.errors import EmptyReply, ErrorInReply, MalformedReply, UnknownRequestOption
+from promptimus.llms.option_shapes import json_schema_of, object_option, text_list_option
+from promptimus.llms.server_said import said_by_server
 
 __all__ = [
     "PROVIDER",
@@ -176,9 +178,8 @@ def messages_to_gemini(
 def _response_format(value: Any) -> dict[str, Any]:
     """The ``generationConfig`` fields for an OpenAI-style ``response_format``: a JSON schema
     through ``responseJsonSchema``, JSON mode (``json_object``) through the MIME type alone."""
-    kind = value.get("type") if isinstance(value, dict) else None
+    kind, schema = json_schema_of(value, "Gemini", schema_required=False)
     if kind == "json_schema":
-        schema = value.get("json_schema", {}).get("schema")
         config: dict[str, Any] = {"responseMimeType": "application/json"}
         if schema is not None:
             config["responseJsonSchema"] = schema
@@ -270,12 +271,12 @@ def request_body(
             config[field] = options[name]
     stop = options.get("stop")
     if stop is not None:
-        config["stopSequences"] = [stop] if isinstance(stop, str) else list(stop)
+        config["stopSequences"] = text_list_option(stop, "stop", "Gemini")
     config.update(_response_format(options.get("response_format")))
     thinking = options.get("thinking", thinking)
     if thinking is not None:
         config["thinkingConfig"] = thinking
-    config.update(options.get("generation_config") or {})
+    config.update(object_option(options, "generation_config", "Gemini"))
     if config:
         body["generationConfig"] = config
     tools = _tools(options.get("tools"))
@@ -285,7 +286,7 @@ def request_body(
             body["toolConfig"] = _tool_config(options["tool_choice"])
     if options.get("safety_settings") is not None:
         body["safetySettings"] = options["safety_settings"]
-    body.update(options.get("extra_body") or {})
+    body.update(object_option(options, "extra_body", "Gemini"))
     return body
 
 
@@ -296,7 +297,7 @@ def _count(data: dict[str, Any], key: str) -> int:
     value = data.get(key)
     if value is None:
         return 0
-    if isinstance(value, str) and value.isdigit():  # int64 fields may come as strings
+    if isinstance(value, str) and value.isascii() and value.isdigit():  # int64 as a string
         value = int(value)
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise MalformedReply(f"usageMetadata.{key} is {value!r}, expected a token count")
@@ -325,6 +326,8 @@ def _candidate(data: Any, where: str) -> tuple[dict[str, Any] | None, list[dict[
     if not isinstance(data, dict):
         raise MalformedReply(f"{where} is {type(data).__name__}, expected a JSON object")
     candidates = data.get("candidates")
+    if candidates is None and data.get("error") is not None:
+        raise ErrorInReply(said_by_server(data["error"]))
     if candidates is None:
         return None, []
     if not isinstance(candidates, list):

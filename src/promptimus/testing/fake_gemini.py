@@ -236,6 +236,14 @@ class FakeGeminiServer(BackgroundServer):
         if fault.kind == "drop":
             conn.drop()
             return
+        if fault.kind == "raw":
+            if stream and fault.status_code == 200:
+                await conn.start_stream()
+                await conn.send_chunk(fault.body)
+                await conn.end_stream()
+            else:
+                await conn.send(fault.status_code, fault.body)
+            return
         if fault.kind == "status" or (fault.kind == "stream_error" and not stream):
             payload = json.loads(json.dumps(fault.body))
             if fault.quotes_key:

@@ -43,7 +43,7 @@ class GeminiReply:
     always_thoughts: bool = False
 
 
-GeminiFaultKind = Literal["status", "cut", "drop", "stream_error", "malformed"]
+GeminiFaultKind = Literal["status", "cut", "drop", "stream_error", "malformed", "raw"]
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -76,6 +76,8 @@ class GeminiFault:
       a Google error body as an event, and ends (a plain request gets the error status).
     - ``GeminiFault.malformed(after_chunks=0)``: a ``200 OK`` whose body (or whose event after
       that many good ones) is not JSON, as a broken proxy sends.
+    - ``GeminiFault.raw(body, status=200)``: exactly these bytes as the body (a stream request
+      gets them as its event stream when the status is 200).
     """
 
     kind: GeminiFaultKind
@@ -142,6 +144,10 @@ class GeminiFault:
     @classmethod
     def drop(cls) -> GeminiFault:
         return cls("drop")
+
+    @classmethod
+    def raw(cls, body: bytes, status: int = 200) -> GeminiFault:
+        return cls("raw", status, bytes(body))
 
     @classmethod
     def malformed(cls, *, after_chunks: int = 0) -> GeminiFault:
