@@ -15,8 +15,8 @@ import pytest
 
 from promptimus.dto import Message, MessageRole
 from promptimus.errors import ProviderTimeout, StreamInterrupted
-from promptimus.llms import Anthropic, aaccumulate
-from promptimus.testing import FakeAnthropicServer, Fault
+from promptimus.llms import Anthropic, Gemini, aaccumulate
+from promptimus.testing import FakeAnthropicServer, FakeGeminiServer, Fault, GeminiFault
 from promptimus.transport import RetryPolicy
 
 DRIP = Fault.drip(every=0.05)  # a reply of a few hundred bytes would take many seconds
@@ -25,6 +25,12 @@ DRIP = Fault.drip(every=0.05)  # a reply of a few hundred bytes would take many 
 @pytest.fixture
 def claude() -> Iterator[FakeAnthropicServer]:
     with FakeAnthropicServer(ping_every=0.02, max_pings=400) as server:
+        yield server
+
+
+@pytest.fixture
+def gemini_srv() -> Iterator[FakeGeminiServer]:
+    with FakeGeminiServer() as server:
         yield server
 
 
@@ -96,5 +102,31 @@ async def test_pings_before_any_text_fail_with_a_timeout(claude: FakeAnthropicSe
 
 async def test_a_claude_reply_in_time_is_untouched(claude: FakeAnthropicServer) -> None:
     llm = await anthropic(claude, reused=True, timeout=30.0)
+    assert (await llm.achat(ask())).content
+    assert (await aaccumulate(llm.astream(ask()))).content
+
+
+def gemini(srv: FakeGeminiServer, **options: Any) -> Gemini:
+    options.setdefault("timeout", 0.5)
+    options.setdefault("retry", RetryPolicy(max_retries=0))
+    return Gemini("gemini-test", api_key=srv.api_key, base_url=srv.base_url, **options)
+
+
+async def test_a_dripped_gemini_reply_fails_with_a_timeout(gemini_srv: FakeGeminiServer) -> None:
+    gemini_srv.generate.script(GeminiFault.drip(every=0.05))
+    with pytest.raises(ProviderTimeout, match="timed out"):
+        await gemini(gemini_srv).achat(ask())
+    assert len(gemini_srv.dripped) == 1 and gemini_srv.dripped[0] < 200
+
+
+async def test_a_dripped_gemini_stream_fails_with_a_timeout(gemini_srv: FakeGeminiServer) -> None:
+    gemini_srv.generate.script(GeminiFault.drip(every=0.05))
+    with pytest.raises(ProviderTimeout, match="timed out"):
+        await aaccumulate(gemini(gemini_srv).astream(ask()))
+    assert len(gemini_srv.dripped) == 1 and gemini_srv.dripped[0] < 200
+
+
+async def test_a_gemini_reply_in_time_is_untouched(gemini_srv: FakeGeminiServer) -> None:
+    llm = gemini(gemini_srv, timeout=30.0)
     assert (await llm.achat(ask())).content
     assert (await aaccumulate(llm.astream(ask()))).content

@@ -24,7 +24,9 @@ from promptimus.llms.gemini_errors import GeminiAPIError, from_sdk_error
 from promptimus.llms.gemini_format import chunk_to_delta, request_body, response_to_message
 from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
+from promptimus.transport.deadline import EventDeadline, within
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
+from promptimus.transport.openai_wire import deadline
 from promptimus.transport.per_loop import PerLoop
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.redirect_guard import guard_redirects
@@ -92,7 +94,9 @@ class Gemini(StreamChecks):
       thought signatures go back on their part in the next request of a tool loop.
     - The limits and retries are `OpenAILike`'s (``max_retries``, ``retry``,
       ``max_concurrency``, ``requests_per_minute``, ``tokens_per_minute``, ``call_kwargs``,
-      ``timeout`` in seconds), as are ``usage`` and ``request_count``.
+      ``timeout`` in seconds), as are ``usage`` and ``request_count``. ``timeout`` bounds
+      each whole request, however slowly a server sends, and each event of a stream
+      (`ProviderTimeout`, retried like other timeouts).
     """
 
     provider_name = "gcp.gemini"
@@ -225,7 +229,9 @@ class Gemini(StreamChecks):
             connection = self._connections.get()
             slot, reservation = await self._admit(tokens)
             try:
-                text = await _post(connection, connection.generate, body)
+                text = await within(
+                    deadline(self.timeout), _post(connection, connection.generate, body), _late
+                )
             finally:
                 if slot is not None:
                     slot.release()
@@ -246,10 +252,10 @@ class Gemini(StreamChecks):
         tokens = self._estimate_tokens(body) if self._tpm is not None else 0.0
         secrets = self.secrets()
 
-        async def attempt() -> tuple[Any, list[MessageDelta], MessageAccumulator, Any, Any]:
+        async def attempt() -> tuple[Any, Any, list[MessageDelta], MessageAccumulator, Any, Any]:
             return await self._open_stream(body, tokens)
 
-        events, held, received, slot, reservation = await self._send(attempt)
+        events, clock, held, received, slot, reservation = await self._send(attempt)
         try:
             for delta in held:
                 if delta.model_name is None:
@@ -257,7 +263,7 @@ class Gemini(StreamChecks):
                 yield delta
             while True:
                 try:
-                    event = await _next_event(events)
+                    event = await _next_event(events, clock)
                     if event is None:
                         break
                     delta = chunk_to_delta(json.loads(event.body), received.tool_call_count)
@@ -285,15 +291,18 @@ class Gemini(StreamChecks):
 
     async def _open_stream(
         self, body: dict[str, Any], tokens: float
-    ) -> tuple[Any, list[MessageDelta], MessageAccumulator, Any, Any]:
-        """Send the stream request and read up to the first chunk that says something."""
+    ) -> tuple[Any, EventDeadline, list[MessageDelta], MessageAccumulator, Any, Any]:
+        """Send the stream request and read up to the first chunk that says something; the
+        opening and then each event are bounded by ``timeout``."""
         connection = self._connections.get()
         slot, reservation = await self._admit(tokens)
         events: Any = None
+        limit = deadline(self.timeout)
+        clock = EventDeadline(limit, _late)
         try:
-            events = await _open_events(connection, body)
+            events = await within(limit, _open_events(connection, body), _late)
             held, received = await self._read_to_output(
-                lambda: _next_event(events, END),
+                lambda: _next_event(events, clock, END),
                 lambda event, received: chunk_to_delta(
                     json.loads(event.body), received.tool_call_count
                 ),
@@ -305,7 +314,7 @@ class Gemini(StreamChecks):
             if slot is not None:
                 slot.release()
             raise
-        return events, held, received, slot, reservation
+        return events, clock, held, received, slot, reservation
 
 
 def _restated(exc: Exception) -> GeminiAPIError | None:
@@ -340,11 +349,19 @@ async def _open_events(connection: _Connection, body: dict[str, Any]) -> Any:
     raise error
 
 
-async def _next_event(events: Any, end: Any = None) -> Any:
-    """The stream's next event (`end` once it ended), its errors restated as Gemini's."""
+def _late() -> TimeoutError:
+    """What a request past its deadline raises (the retry layer's timeout)."""
+    return TimeoutError("no answer in full within the request's timeout")
+
+
+async def _next_event(events: Any, clock: EventDeadline, end: Any = None) -> Any:
+    """The stream's next event (`end` once it ended) within its deadline, its errors restated
+    as Gemini's."""
     error: Exception | None = None
     try:
-        return await anext(events, end)
+        event = await clock.next(events, end)
+        clock.restart()
+        return event
     except Exception as exc:
         error = _restated(exc)
         if error is None and type(exc).__name__ == "UnknownApiResponseError":

@@ -73,6 +73,8 @@ class FakeGeminiServer(BackgroundServer):
         self.reject_json_mode = reject_json_mode
         self.context_window = context_window
         self.record = record
+        self.dripped: list[int] = []
+        """Per reply sent with `GeminiFault.drip`, how many of its bytes went out."""
         self.generate = Route("generate")
         self.requests: list[RecordedRequest] = []
         self._signed_calls: dict[str, str] = {}  # call key -> the signature issued with it
@@ -244,6 +246,9 @@ class FakeGeminiServer(BackgroundServer):
             await conn.send(fault.status_code, json.dumps(payload).encode(), headers=fault.headers)
             return
         chunks = self._chunks(self._reply(None, body), body, "models/fake")
+        if fault.kind == "drip":
+            await self._drip(conn, chunks, stream, fault.seconds)
+            return
         if fault.kind == "malformed" and not stream:
             await conn.send(200, b"<html>502 Bad Gateway</html>", content_type="text/html")
             return
@@ -264,6 +269,24 @@ class FakeGeminiServer(BackgroundServer):
             await conn.end_stream()
         else:
             conn.drop()
+
+    async def _drip(
+        self, conn: HttpConnection, chunks: list[dict[str, Any]], stream: bool, every: float
+    ) -> None:
+        self.dripped.append(0)
+        index = len(self.dripped) - 1
+
+        def sent() -> None:
+            self.dripped[index] += 1
+
+        if stream:
+            conn.closing = True
+            await conn.start_stream()
+            events = b"".join(f"data: {json.dumps(c)}\r\n\r\n".encode() for c in chunks)
+            await conn.drip(events, every, sent, chunked=True)
+        else:
+            await conn.send_slowly(200, json.dumps(_merged(chunks)).encode(), every, sent)
+        conn.close()
 
     # --- replies ------------------------------------------------------------------------------
 

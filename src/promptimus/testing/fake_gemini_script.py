@@ -43,7 +43,7 @@ class GeminiReply:
     always_thoughts: bool = False
 
 
-GeminiFaultKind = Literal["status", "cut", "drop", "stream_error", "malformed"]
+GeminiFaultKind = Literal["status", "cut", "drop", "stream_error", "malformed", "drip"]
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -76,6 +76,8 @@ class GeminiFault:
       a Google error body as an event, and ends (a plain request gets the error status).
     - ``GeminiFault.malformed(after_chunks=0)``: a ``200 OK`` whose body (or whose event after
       that many good ones) is not JSON, as a broken proxy sends.
+    - ``GeminiFault.drip(every=0.5)``: the reply (or the whole stream) sent one byte every
+      ``every`` seconds for as long as the client reads: a server that holds a call open.
     """
 
     kind: GeminiFaultKind
@@ -85,6 +87,7 @@ class GeminiFault:
     after_chunks: int = 1
     clean: bool = True
     quotes_key: bool = False
+    seconds: float = 0.0
 
     @classmethod
     def status(
@@ -142,6 +145,10 @@ class GeminiFault:
     @classmethod
     def drop(cls) -> GeminiFault:
         return cls("drop")
+
+    @classmethod
+    def drip(cls, every: float = 0.5) -> GeminiFault:
+        return cls("drip", 200, seconds=every)
 
     @classmethod
     def malformed(cls, *, after_chunks: int = 0) -> GeminiFault:
