@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from promptimus.dto import Message, MessageRole
-from promptimus.errors import ProviderTimeout, StreamInterrupted
+from promptimus.errors import EventLineTooLong, ProviderTimeout, StreamInterrupted
 from promptimus.llms import Anthropic, Gemini, aaccumulate
 from promptimus.testing import FakeAnthropicServer, FakeGeminiServer, Fault, GeminiFault
 from promptimus.transport import RetryPolicy
@@ -130,3 +130,14 @@ async def test_a_gemini_reply_in_time_is_untouched(gemini_srv: FakeGeminiServer)
     llm = gemini(gemini_srv, timeout=30.0)
     assert (await llm.achat(ask())).content
     assert (await aaccumulate(llm.astream(ask()))).content
+
+
+async def test_a_gemini_stream_line_is_bounded_however_well_it_compresses(
+    gemini_srv: FakeGeminiServer,
+) -> None:
+    """One 200 MB line sent as a few hundred KB of gzip: the decoder gives up once the line is
+    longer than any event may be, instead of gathering it whole."""
+    gemini_srv.generate.script(GeminiFault.long_line(200 * 1024 * 1024))
+    llm = gemini(gemini_srv, timeout=600.0)
+    with pytest.raises(EventLineTooLong, match="longer than"):
+        await aaccumulate(llm.astream(ask()))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from promptimus.dto import Message, MessageDelta
@@ -25,6 +25,7 @@ from promptimus.llms.gemini_format import chunk_to_delta, request_body, response
 from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.deadline import EventDeadline, within
+from promptimus.transport.event_stream import MAX_LINE_BYTES, SSEDecoder
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
 from promptimus.transport.openai_wire import deadline
 from promptimus.transport.per_loop import PerLoop
@@ -266,7 +267,7 @@ class Gemini(StreamChecks):
                     event = await _next_event(events, clock)
                     if event is None:
                         break
-                    delta = chunk_to_delta(json.loads(event.body), received.tool_call_count)
+                    delta = chunk_to_delta(event, received.tool_call_count)
                 except Exception as exc:
                     error = self._stream_error(exc, received, secrets)
                     if error is None:
@@ -303,9 +304,7 @@ class Gemini(StreamChecks):
             events = await within(limit, _open_events(connection, body), _late)
             held, received = await self._read_to_output(
                 lambda: _next_event(events, clock, END),
-                lambda event, received: chunk_to_delta(
-                    json.loads(event.body), received.tool_call_count
-                ),
+                lambda event, received: chunk_to_delta(event, received.tool_call_count),
                 self._ended_before_output_event,
             )
         except BaseException:
@@ -339,14 +338,47 @@ async def _post(connection: _Connection, path: str, body: dict[str, Any]) -> str
 
 
 async def _open_events(connection: _Connection, body: dict[str, Any]) -> Any:
+    """Send the stream request through the SDK's client; its events, read by `_events`."""
     error: GeminiAPIError | None = None
     try:
-        return await connection.api.async_request_streamed("post", connection.stream, body)
+        api = connection.api
+        request = api._build_request("post", connection.stream, body, None)
+        response = await api._async_request(http_request=request, stream=True)
+        return _events(response.response_stream)
     except Exception as exc:
         error = _restated(exc)
         if error is None:
             raise
     raise error
+
+
+async def _events(response: Any) -> AsyncGenerator[Any, None]:
+    """The decoded events of a ``streamGenerateContent?alt=sse`` response, read with the event
+    stream decoder the other providers use (so a line longer than `MAX_LINE_BYTES`, however
+    well it compresses, raises `EventLineTooLong` once it is that long, instead of being
+    gathered whole); an event that carries an ``error`` raises the SDK's error for it. The
+    response is closed at the end, on an error, and when the caller stops early."""
+    from google.genai import errors
+
+    decoder = SSEDecoder(MAX_LINE_BYTES)
+    try:
+        async for piece in response.aiter_bytes():
+            for data in decoder.feed(piece):
+                try:
+                    event = json.loads(data)
+                except ValueError:
+                    raise MalformedReply("a stream event is not valid JSON") from None
+                if isinstance(event, dict) and "error" in event:
+                    error = event["error"]
+                    code = error.get("code") if isinstance(error, dict) else None
+                    if not isinstance(code, int) or isinstance(code, bool):
+                        raise MalformedReply(
+                            f"a stream error event's error.code is not a number: {code!r}"
+                        )
+                    await errors.APIError.raise_error_async(code, event, response)
+                yield event
+    finally:
+        await response.aclose()
 
 
 def _late() -> TimeoutError:

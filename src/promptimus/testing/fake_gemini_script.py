@@ -43,7 +43,7 @@ class GeminiReply:
     always_thoughts: bool = False
 
 
-GeminiFaultKind = Literal["status", "cut", "drop", "stream_error", "malformed", "drip"]
+GeminiFaultKind = Literal["status", "cut", "drop", "stream_error", "malformed", "drip", "long_line"]
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -78,6 +78,8 @@ class GeminiFault:
       that many good ones) is not JSON, as a broken proxy sends.
     - ``GeminiFault.drip(every=0.5)``: the reply (or the whole stream) sent one byte every
       ``every`` seconds for as long as the client reads: a server that holds a call open.
+    - ``GeminiFault.long_line(size)``: a stream whose body is one ``data:`` line of ``size``
+      bytes with no line end, sent gzip-compressed (a few hundred KB on the wire for 200 MB).
     """
 
     kind: GeminiFaultKind
@@ -149,6 +151,10 @@ class GeminiFault:
     @classmethod
     def drip(cls, every: float = 0.5) -> GeminiFault:
         return cls("drip", 200, seconds=every)
+
+    @classmethod
+    def long_line(cls, size: int = 200 * 1024 * 1024) -> GeminiFault:
+        return cls("long_line", 200, after_chunks=size)
 
     @classmethod
     def malformed(cls, *, after_chunks: int = 0) -> GeminiFault:
