@@ -22,7 +22,7 @@ from typing import Any
 from promptimus.argument_checks import positive_int
 from promptimus.dto import Message, MessageDelta
 from promptimus.errors import InvalidArgument, UnknownRequestOption
-from promptimus.llms.anthropic_client import AnthropicClientFactory, read_events
+from promptimus.llms.anthropic_client import AnthropicClientFactory
 from promptimus.llms.anthropic_format import (
     StreamReader,
     add_cache_breakpoints,
@@ -326,8 +326,9 @@ class Anthropic(StreamChecks):
         something (held back), under a concurrency slot the caller releases."""
         slot, reservation = await self._admit(tokens)
         try:
-            response = await self._client.connection().post(params, stream=True)
-            events = read_events(response)
+            connection = self._client.connection()
+            response = await connection.post(params, stream=True)
+            events = connection.events(response, params)
             try:
                 reader = StreamReader()
                 held, received = await self._read_to_output(

@@ -17,9 +17,10 @@ from collections.abc import AsyncGenerator
 from typing import Any
 
 from promptimus.errors import OptionalDependencyMissing, ProviderConfigError
+from promptimus.transport.deadline import EventDeadline, within
 from promptimus.transport.event_stream import SSEDecoder
 from promptimus.transport.keyed_client import KeyedClientFactory
-from promptimus.transport.openai_wire import dumps
+from promptimus.transport.openai_wire import deadline, dumps
 from promptimus.transport.redirect_guard import guard_redirects
 from promptimus.transport.secret_scrub import shown_url
 
@@ -71,14 +72,31 @@ class AnthropicConnection:
     HTTP client, as `promptimus.transport.openai_wire` does for the openai SDK: only for a
     client with a fixed API key, no credentials provider and no option outside
     `STATIC_CLIENT_OPTIONS`. Errors stay the SDK's: a status error built by the client, a
-    timeout ``APITimeoutError``, another transport failure ``APIConnectionError``."""
+    timeout ``APITimeoutError``, another transport failure ``APIConnectionError``.
 
-    __slots__ = ("_errors", "_request", "_template", "client", "direct", "http", "response_cls")
+    ``timeout`` (seconds) is also a total deadline, as on `OpenAIConnection`: a plain request
+    not answered in full by then, or a stream whose opening or next event (pings aside) takes
+    that long, raises ``APITimeoutError`` (a call's own numeric ``timeout`` overrides it)."""
 
-    def __init__(self, client: Any, http: Any, *, direct: bool) -> None:
+    __slots__ = (
+        "_errors",
+        "_request",
+        "_template",
+        "client",
+        "deadline",
+        "direct",
+        "http",
+        "response_cls",
+    )
+
+    def __init__(
+        self, client: Any, http: Any, *, direct: bool, timeout: float | None = None
+    ) -> None:
         import anthropic
 
         self.client = client
+        self.deadline = deadline(timeout)
+        """Seconds a whole request may take (a stream: its opening, then each event), or None."""
         self.http = http
         self.response_cls = _response_class(http)
         module = sys.modules[self.response_cls.__module__.split(".", 1)[0]]
@@ -91,9 +109,29 @@ class AnthropicConnection:
         )
         self._template: tuple[Any, Any, dict[str, Any]] | None = None
 
+    def limit_of(self, params: dict[str, Any]) -> float | None:
+        """The total deadline of a call given ``params`` (its own ``timeout``, else ours)."""
+        return deadline(params["timeout"]) if "timeout" in params else self.deadline
+
+    def timed_out(self) -> BaseException:
+        """The SDK's error for a request past its deadline (as for a read that times out)."""
+        sdk = self._errors[2]
+        error: BaseException = sdk.APITimeoutError(
+            request=self._request("POST", str(self.client.base_url))
+        )
+        return error
+
     async def post(self, params: dict[str, Any], *, stream: bool = False) -> Any:
         """Send ``params`` (body fields, plus any of ``extra_headers`` / ``extra_query`` /
-        ``extra_body`` / ``timeout``); the raw response, unread when ``stream``."""
+        ``extra_body`` / ``timeout``); the raw response, unread when ``stream``. The whole
+        request (a stream: up to its headers) is bounded by `limit_of` ``params``."""
+        return await within(self.limit_of(params), self._post(params, stream), self.timed_out)
+
+    def events(self, response: Any, params: dict[str, Any]) -> AsyncGenerator[Any, None]:
+        """The events of a streamed ``response``, each within `limit_of` ``params``."""
+        return read_events(response, EventDeadline(self.limit_of(params), self.timed_out))
+
+    async def _post(self, params: dict[str, Any], stream: bool) -> Any:
         body, options = params, None
         if not _TRANSPORT_OPTIONS.isdisjoint(params):
             body = {k: v for k, v in params.items() if k not in _TRANSPORT_OPTIONS}
@@ -157,20 +195,30 @@ def _response_class(http_client: Any) -> Any:
     raise TypeError(f"{type(http_client).__name__} is not an httpx AsyncClient")
 
 
-async def read_events(response: Any) -> AsyncGenerator[Any, None]:
+async def read_events(
+    response: Any, clock: EventDeadline | None = None
+) -> AsyncGenerator[Any, None]:
     """The decoded events of a Messages event stream, up to its ``message_stop`` (whatever a
     server sends after it, pings included, is not read); an ``error`` event raises
-    `StreamError`. The response is closed at the end, on an error, and when the caller stops
-    early."""
+    `StreamError`. With a ``clock``, each event must arrive within its limit of the one before
+    (a ``ping`` says the connection is alive, not that the reply moves on: it does not restart
+    the clock, so a server that only pings ends by the deadline). The response is closed at
+    the end, on an error, and when the caller stops early."""
     decoder = SSEDecoder()
+    clock = clock or EventDeadline(None, TimeoutError)
+    body = response.aiter_bytes()
     try:
-        async for piece in response.aiter_bytes():
+        while (piece := await clock.next(body, None)) is not None:
             for data in decoder.feed(piece):
                 event = json.loads(data)
-                if isinstance(event, dict) and event.get("type") == "error":
+                kind = event.get("type") if isinstance(event, dict) else None
+                if kind == "error":
                     raise StreamError(event, response)
+                if kind == "ping":
+                    continue
+                clock.restart()
                 yield event
-                if isinstance(event, dict) and event.get("type") == "message_stop":
+                if kind == "message_stop":
                     return
         for data in decoder.finish():
             yield json.loads(data)
@@ -214,5 +262,8 @@ class AnthropicClientFactory(KeyedClientFactory[AnthropicConnection]):
         guard_redirects(kwargs["http_client"])
         direct = self.client_kwargs.keys() <= STATIC_CLIENT_OPTIONS
         return AnthropicConnection(
-            anthropic.AsyncAnthropic(**kwargs), kwargs["http_client"], direct=direct
+            anthropic.AsyncAnthropic(**kwargs),
+            kwargs["http_client"],
+            direct=direct,
+            timeout=self.timeout,
         )

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 from promptimus.dto import Message, MessageDelta
@@ -26,7 +26,10 @@ from promptimus.llms.hosted_tools import refuse_hosted_tools
 from promptimus.llms.option_shapes import options_dict
 from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
+from promptimus.transport.deadline import EventDeadline, within
+from promptimus.transport.event_stream import MAX_LINE_BYTES, SSEDecoder
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
+from promptimus.transport.openai_wire import deadline
 from promptimus.transport.per_loop import PerLoop
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.redirect_guard import guard_redirects
@@ -94,7 +97,9 @@ class Gemini(StreamChecks):
       thought signatures go back on their part in the next request of a tool loop.
     - The limits and retries are `OpenAILike`'s (``max_retries``, ``retry``,
       ``max_concurrency``, ``requests_per_minute``, ``tokens_per_minute``, ``call_kwargs``,
-      ``timeout`` in seconds), as are ``usage`` and ``request_count``.
+      ``timeout`` in seconds), as are ``usage`` and ``request_count``. ``timeout`` bounds
+      each whole request, however slowly a server sends, and each event of a stream
+      (`ProviderTimeout`, retried like other timeouts).
     """
 
     provider_name = "gcp.gemini"
@@ -230,7 +235,9 @@ class Gemini(StreamChecks):
             connection = self._connections.get()
             slot, reservation = await self._admit(tokens)
             try:
-                text = await _post(connection, connection.generate, body)
+                text = await within(
+                    deadline(self.timeout), _post(connection, connection.generate, body), _late
+                )
             finally:
                 if slot is not None:
                     slot.release()
@@ -251,10 +258,10 @@ class Gemini(StreamChecks):
         tokens = self._estimate_tokens(body) if self._tpm is not None else 0.0
         secrets = self.secrets()
 
-        async def attempt() -> tuple[Any, list[MessageDelta], MessageAccumulator, Any, Any]:
+        async def attempt() -> tuple[Any, Any, list[MessageDelta], MessageAccumulator, Any, Any]:
             return await self._open_stream(body, tokens)
 
-        events, held, received, slot, reservation = await self._send(attempt)
+        events, clock, held, received, slot, reservation = await self._send(attempt)
         try:
             for delta in held:
                 if delta.model_name is None:
@@ -262,10 +269,10 @@ class Gemini(StreamChecks):
                 yield delta
             while True:
                 try:
-                    event = await _next_event(events)
+                    event = await _next_event(events, clock)
                     if event is None:
                         break
-                    delta = chunk_to_delta(json.loads(event.body), received.tool_call_count)
+                    delta = chunk_to_delta(event, received.tool_call_count)
                 except Exception as exc:
                     error = self._stream_error(exc, received, secrets)
                     if error is None:
@@ -290,18 +297,19 @@ class Gemini(StreamChecks):
 
     async def _open_stream(
         self, body: dict[str, Any], tokens: float
-    ) -> tuple[Any, list[MessageDelta], MessageAccumulator, Any, Any]:
-        """Send the stream request and read up to the first chunk that says something."""
+    ) -> tuple[Any, EventDeadline, list[MessageDelta], MessageAccumulator, Any, Any]:
+        """Send the stream request and read up to the first chunk that says something; the
+        opening and then each event are bounded by ``timeout``."""
         connection = self._connections.get()
         slot, reservation = await self._admit(tokens)
         events: Any = None
+        limit = deadline(self.timeout)
+        clock = EventDeadline(limit, _late)
         try:
-            events = await _open_events(connection, body)
+            events = await within(limit, _open_events(connection, body), _late)
             held, received = await self._read_to_output(
-                lambda: _next_event(events, END),
-                lambda event, received: chunk_to_delta(
-                    json.loads(event.body), received.tool_call_count
-                ),
+                lambda: _next_event(events, clock, END),
+                lambda event, received: chunk_to_delta(event, received.tool_call_count),
                 self._ended_before_output_event,
             )
         except BaseException:
@@ -310,7 +318,7 @@ class Gemini(StreamChecks):
             if slot is not None:
                 slot.release()
             raise
-        return events, held, received, slot, reservation
+        return events, clock, held, received, slot, reservation
 
 
 def _restated(exc: Exception) -> Exception | None:
@@ -339,9 +347,13 @@ async def _post(connection: _Connection, path: str, body: dict[str, Any]) -> str
 
 
 async def _open_events(connection: _Connection, body: dict[str, Any]) -> Any:
+    """Send the stream request through the SDK's client; its events, read by `_events`."""
     error: Exception | None = None
     try:
-        return await connection.api.async_request_streamed("post", connection.stream, body)
+        api = connection.api
+        request = api._build_request("post", connection.stream, body, None)
+        response = await api._async_request(http_request=request, stream=True)
+        return _events(response.response_stream)
     except Exception as exc:
         error = _restated(exc)
         if error is None:
@@ -349,11 +361,48 @@ async def _open_events(connection: _Connection, body: dict[str, Any]) -> Any:
     raise error
 
 
-async def _next_event(events: Any, end: Any = None) -> Any:
-    """The stream's next event (`end` once it ended), its errors restated as Gemini's."""
+async def _events(response: Any) -> AsyncGenerator[Any, None]:
+    """The decoded events of a ``streamGenerateContent?alt=sse`` response, read with the event
+    stream decoder the other providers use (so a line longer than `MAX_LINE_BYTES`, however
+    well it compresses, raises `EventLineTooLong` once it is that long, instead of being
+    gathered whole); an event that carries an ``error`` raises the SDK's error for it. The
+    response is closed at the end, on an error, and when the caller stops early."""
+    from google.genai import errors
+
+    decoder = SSEDecoder(MAX_LINE_BYTES)
+    try:
+        async for piece in response.aiter_bytes():
+            for data in decoder.feed(piece):
+                try:
+                    event = json.loads(data)
+                except ValueError:
+                    raise MalformedReply("a stream event is not valid JSON") from None
+                if isinstance(event, dict) and "error" in event:
+                    error = event["error"]
+                    code = error.get("code") if isinstance(error, dict) else None
+                    if not isinstance(code, int) or isinstance(code, bool):
+                        raise MalformedReply(
+                            f"a stream error event's error.code is not a number: {code!r}"
+                        )
+                    await errors.APIError.raise_error_async(code, event, response)
+                yield event
+    finally:
+        await response.aclose()
+
+
+def _late() -> TimeoutError:
+    """What a request past its deadline raises (the retry layer's timeout)."""
+    return TimeoutError("no answer in full within the request's timeout")
+
+
+async def _next_event(events: Any, clock: EventDeadline, end: Any = None) -> Any:
+    """The stream's next event (`end` once it ended) within its deadline, its errors restated
+    as Gemini's."""
     error: Exception | None = None
     try:
-        return await anext(events, end)
+        event = await clock.next(events, end)
+        clock.restart()
+        return event
     except Exception as exc:
         error = _restated(exc)
         if error is None and type(exc).__name__ == "UnknownApiResponseError":

@@ -35,6 +35,7 @@ as a server without them does. Every request is recorded (``requests`` with head
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import dataclasses
 import hashlib
@@ -71,7 +72,10 @@ class FakeAnthropicServer(FakeOpenAIServer):
 
     ``messages`` is the route to script (``chat`` is the same route). ``require_auth``
     answers 401 ``authentication_error`` unless ``x-api-key: <api_key>`` is sent.
-    ``base_url`` is the API root (the SDK adds ``/v1/messages``)."""
+    ``base_url`` is the API root (the SDK adds ``/v1/messages``). ``ping_every`` (seconds)
+    makes a stalled stream (`Fault.stall`) send a ``ping`` event that often, as the API does on
+    a quiet connection, ``max_pings`` at most before it drops the connection; ``pings`` counts
+    those sent. `Fault.drip` sends a reply (or a whole stream) one byte at a time."""
 
     _label = "fake Anthropic"
 
@@ -87,6 +91,8 @@ class FakeAnthropicServer(FakeOpenAIServer):
         record: bool = True,
         context_window: int | None = None,
         reject_output_format: bool = False,
+        ping_every: float | None = None,
+        max_pings: int = 1000,
     ) -> None:
         super().__init__(
             host,
@@ -101,6 +107,10 @@ class FakeAnthropicServer(FakeOpenAIServer):
         self.anthropic_context_window = context_window
         self.reject_output_format = reject_output_format
         self.messages = self.chat = Route("messages")
+        self.ping_every = ping_every
+        self.max_pings = max_pings
+        self.pings = 0
+        """Pings a stalled stream sent (see ``ping_every``)."""
         self._routes = {"/v1/messages": ("POST", self._messages)}
         self._signatures: set[str] = set()
         self._cached: set[str] = set()
@@ -168,13 +178,26 @@ class FakeAnthropicServer(FakeOpenAIServer):
         cache = self._cache_usage(body)
         message_id = f"msg_fake_{next(self._ids)}"
         if not streaming:
-            await _send(conn, 200, message_body(reply, body, message_id, cache))
+            data = message_body(reply, body, message_id, cache)
+            if fault is not None and fault.kind == "drip":
+                raw = json.dumps(data).encode()
+                await conn.send_slowly(200, raw, fault.seconds, self._drip_counter())
+                conn.close()
+                return
+            await _send(conn, 200, data)
             return
         await self._stream_events(conn, stream_events(reply, body, message_id, cache), fault)
 
     async def _stream_events(
         self, conn: HttpConnection, events: list[dict[str, Any]], fault: Fault | None
     ) -> None:
+        if fault is not None and fault.kind == "drip":
+            conn.closing = True
+            await conn.start_stream()
+            raw = b"".join(_sse(event) for event in events)
+            await conn.drip(raw, fault.seconds, self._drip_counter(), chunked=True)
+            conn.close()
+            return
         await conn.start_stream(headers={"request-id": f"req_fake_{next(self._ids)}"})
         limit = fault.after_chunks if fault is not None else None
         if fault is not None and fault.kind == "cut" and limit is None:
@@ -194,9 +217,21 @@ class FakeAnthropicServer(FakeOpenAIServer):
             await conn.send_chunk(_sse({"type": "error", "error": fault.body}))
             conn.closing = True
             await conn.end_stream()
+        elif self.ping_every is not None:  # stall, pinging
+            await self._ping(conn, self.ping_every)
         else:  # stall: hang until the client gives up or the server stops
             conn.closing = True
             await conn.wait_peer_closed()
+
+    async def _ping(self, conn: HttpConnection, every: float) -> None:
+        """Send a ping every ``every`` seconds until the client has gone or ``max_pings``."""
+        conn.closing = True
+        with contextlib.suppress(ConnectionError):
+            for _ in range(self.max_pings):
+                await conn.send_chunk(_sse({"type": "ping"}))
+                self.pings += 1
+                await asyncio.sleep(every)
+        conn.drop()
 
     # --- what the real API checks -------------------------------------------------------------
 

@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import itertools
 import json
 import re
 import threading
+import zlib
 from typing import Any
 
 from promptimus.errors import FakeServerError
@@ -73,6 +75,8 @@ class FakeGeminiServer(BackgroundServer):
         self.reject_json_mode = reject_json_mode
         self.context_window = context_window
         self.record = record
+        self.dripped: list[int] = []
+        """Per reply sent with `GeminiFault.drip`, how many of its bytes went out."""
         self.generate = Route("generate")
         self.requests: list[RecordedRequest] = []
         self._signed_calls: dict[str, str] = {}  # call key -> the signature issued with it
@@ -252,6 +256,12 @@ class FakeGeminiServer(BackgroundServer):
             await conn.send(fault.status_code, json.dumps(payload).encode(), headers=fault.headers)
             return
         chunks = self._chunks(self._reply(None, body), body, "models/fake")
+        if fault.kind == "drip":
+            await self._drip(conn, chunks, stream, fault.seconds)
+            return
+        if fault.kind == "long_line":
+            await self._long_line(conn, fault.after_chunks)
+            return
         if fault.kind == "malformed" and not stream:
             await conn.send(200, b"<html>502 Bad Gateway</html>", content_type="text/html")
             return
@@ -272,6 +282,38 @@ class FakeGeminiServer(BackgroundServer):
             await conn.end_stream()
         else:
             conn.drop()
+
+    async def _drip(
+        self, conn: HttpConnection, chunks: list[dict[str, Any]], stream: bool, every: float
+    ) -> None:
+        self.dripped.append(0)
+        index = len(self.dripped) - 1
+
+        def sent() -> None:
+            self.dripped[index] += 1
+
+        if stream:
+            conn.closing = True
+            await conn.start_stream()
+            events = b"".join(f"data: {json.dumps(c)}\r\n\r\n".encode() for c in chunks)
+            await conn.drip(events, every, sent, chunked=True)
+        else:
+            await conn.send_slowly(200, json.dumps(_merged(chunks)).encode(), every, sent)
+        conn.close()
+
+    async def _long_line(self, conn: HttpConnection, size: int) -> None:
+        """One gzip-compressed line of ``size`` bytes, compressed and sent a piece at a time."""
+        conn.closing = True
+        await conn.start_stream(headers={"content-encoding": "gzip"})
+        packer = zlib.compressobj(9, zlib.DEFLATED, 16 + zlib.MAX_WBITS)  # the gzip format
+        piece = b"a" * (1024 * 1024)
+        with contextlib.suppress(ConnectionError):
+            await conn.send_chunk(packer.compress(b'data: {"text": "'))
+            for start in range(0, size, len(piece)):
+                await conn.send_chunk(packer.compress(piece[: size - start]))
+            await conn.send_chunk(packer.flush())
+            await conn.end_stream()
+        conn.close()
 
     # --- replies ------------------------------------------------------------------------------
 

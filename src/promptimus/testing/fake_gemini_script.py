@@ -43,7 +43,9 @@ class GeminiReply:
     always_thoughts: bool = False
 
 
-GeminiFaultKind = Literal["status", "cut", "drop", "stream_error", "malformed", "raw"]
+GeminiFaultKind = Literal[
+    "status", "cut", "drop", "stream_error", "malformed", "raw", "drip", "long_line"
+]
 
 _STATUS_NAMES = {
     400: "INVALID_ARGUMENT",
@@ -78,6 +80,10 @@ class GeminiFault:
       that many good ones) is not JSON, as a broken proxy sends.
     - ``GeminiFault.raw(body, status=200)``: exactly these bytes as the body (a stream request
       gets them as its event stream when the status is 200).
+    - ``GeminiFault.drip(every=0.5)``: the reply (or the whole stream) sent one byte every
+      ``every`` seconds for as long as the client reads: a server that holds a call open.
+    - ``GeminiFault.long_line(size)``: a stream whose body is one ``data:`` line of ``size``
+      bytes with no line end, sent gzip-compressed (a few hundred KB on the wire for 200 MB).
     """
 
     kind: GeminiFaultKind
@@ -87,6 +93,7 @@ class GeminiFault:
     after_chunks: int = 1
     clean: bool = True
     quotes_key: bool = False
+    seconds: float = 0.0
 
     @classmethod
     def status(
@@ -148,6 +155,14 @@ class GeminiFault:
     @classmethod
     def raw(cls, body: bytes, status: int = 200) -> GeminiFault:
         return cls("raw", status, bytes(body))
+
+    @classmethod
+    def drip(cls, every: float = 0.5) -> GeminiFault:
+        return cls("drip", 200, seconds=every)
+
+    @classmethod
+    def long_line(cls, size: int = 200 * 1024 * 1024) -> GeminiFault:
+        return cls("long_line", 200, after_chunks=size)
 
     @classmethod
     def malformed(cls, *, after_chunks: int = 0) -> GeminiFault:

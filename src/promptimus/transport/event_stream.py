@@ -21,6 +21,7 @@ from collections.abc import AsyncGenerator, AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from promptimus.errors import EventLineTooLong
+from promptimus.transport.deadline import EventDeadline
 
 if TYPE_CHECKING:
     from promptimus.transport.sdk_errors import SDKErrors
@@ -137,13 +138,12 @@ class EventStream:
     whole within ``limit`` seconds of the one before (of the first read, for the first), else
     the SDK's ``APITimeoutError`` (None: no limit)."""
 
-    __slots__ = ("_chunks", "_deadline", "_errors", "_limit", "response")
+    __slots__ = ("_chunks", "_deadline", "_errors", "response")
 
     def __init__(self, response: Any, errors: SDKErrors, limit: float | None = None) -> None:
         self.response = response
         self._errors = errors
-        self._limit = limit
-        self._deadline: float | None = None
+        self._deadline = EventDeadline(limit, self._timed_out)
         self._chunks = self._read()
 
     def __aiter__(self) -> EventStream:
@@ -163,7 +163,7 @@ class EventStream:
         body = response.aiter_bytes()
         try:
             while True:
-                piece = await self._next_piece(body)
+                piece = await self._deadline.next(body, None)
                 if piece is None:
                     break
                 for data in decoder.feed(piece):
@@ -172,7 +172,7 @@ class EventStream:
                             await _drain(body)
                         return
                     yield self._chunk(data)
-                    self._restart_clock()
+                    self._deadline.restart()
         except errors.timeouts as exc:
             raise errors.APITimeoutError(request=response.request) from exc
         except errors.connection_errors as exc:
@@ -180,25 +180,9 @@ class EventStream:
         finally:
             await response.aclose()
 
-    def _restart_clock(self) -> None:
-        """An event arrived: the next one has the whole limit again."""
-        if self._limit is not None:
-            self._deadline = asyncio.get_running_loop().time() + self._limit
-
-    async def _next_piece(self, body: AsyncIterator[bytes]) -> bytes | None:
-        """The next bytes of the body (None at its end), before the event's deadline."""
-        if self._limit is None:
-            return await anext(body, None)
-        if self._deadline is None:
-            self._restart_clock()
-        assert self._deadline is not None
-        try:
-            async with asyncio.timeout_at(self._deadline) as scope:
-                return await anext(body, None)
-        except TimeoutError:
-            if not scope.expired():
-                raise
-            raise self._errors.APITimeoutError(request=self.response.request) from None
+    def _timed_out(self) -> BaseException:
+        error: BaseException = self._errors.APITimeoutError(request=self.response.request)
+        return error
 
     def _chunk(self, data: bytes) -> Any:
         chunk = json.loads(data)  # what it raises is named by the retry layer

@@ -33,7 +33,6 @@ the retry layer names a timeout it gives up on `ProviderTimeout`.
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import inspect
 import json
@@ -44,6 +43,7 @@ from datetime import date
 from typing import TYPE_CHECKING, Any, cast
 
 from promptimus.transport import json_reply
+from promptimus.transport.deadline import within
 from promptimus.transport.event_stream import EventStream
 from promptimus.transport.sdk_errors import SDKErrors
 
@@ -252,16 +252,13 @@ class OpenAIConnection:
         """Await ``work`` within ``limit`` seconds (None: no limit); past it, the SDK's
         ``APITimeoutError``, as a read that times out raises (the retry layer names a timeout
         it gives up on `ProviderTimeout`)."""
-        if limit is None:
-            return await work
-        try:
-            async with asyncio.timeout(limit) as scope:
-                return await work
-        except TimeoutError:
-            if not scope.expired():
-                raise
-            request = self._request("POST", self.client.base_url)
-            raise self.errors.APITimeoutError(request=request) from None
+        return await within(limit, work, self._timed_out)
+
+    def _timed_out(self) -> BaseException:
+        error: BaseException = self.errors.APITimeoutError(
+            request=self._request("POST", self.client.base_url)
+        )
+        return error
 
     def limit_of(self, params: dict[str, Any]) -> float | None:
         """The total deadline of a call given ``params`` (its own ``timeout``, else ours)."""
