@@ -94,7 +94,10 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     │       │   └── WorkersFailedToStart
     │       └── WorkersUnavailable · WorkerLost
     ├── OptimizationError
-    │   └── NothingToTrain · EmptyTrainingData · BudgetTooSmall
+    │   ├── NothingToTrain · EmptyTrainingData · BudgetTooSmall
+    │   └── ObjectiveError
+    │       └── InvalidObjective · UnknownObjective (also ValueError) · NoCandidateFits
+    │           · UnpricedModel
     └── ScriptExhausted · FakeServerError · InvalidEmbeddingDimensions (ValueError)
 
 The sections below follow the tiers: the base and argument errors, the module tree, checkpoints,
@@ -657,6 +660,30 @@ class EmptyTrainingData(OptimizationError):
 
 class BudgetTooSmall(OptimizationError):
     """The budget cannot even pay for the baseline evaluation of the validation set."""
+
+
+class ObjectiveError(OptimizationError):
+    """Training objectives (`fit(objectives=...)`) or a rule choosing among them (`Weighted`,
+    `BestUnder`) were given something they cannot use."""
+
+
+class InvalidObjective(ObjectiveError, InvalidArgument):
+    """An objective or a selection rule was built from a bad value: a measure that is not
+    callable, a direction other than "higher" or "lower", a weight or bound that is NaN,
+    infinite, a string or a bool."""
+
+
+class UnknownObjective(ObjectiveError, InvalidArgument):
+    """A selection rule names an objective the training run did not declare."""
+
+
+class NoCandidateFits(ObjectiveError):
+    """No candidate on the frontier meets the bounds of a `BestUnder` rule."""
+
+
+class UnpricedModel(ObjectiveError):
+    """The `Cost` objective met a model its price table has no price for: its cost would be
+    unknown, never zero."""
 
 
 # --- runners: evaluate and fit on workers (promptimus.distributed) ------------------------------

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from contextlib import ExitStack
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..core import Module
 from ..dto import Usage
 from ..evals import CallCounter, Runner, evaluate
 from .budget import Budget
+from .objective_set import ObjectiveSet
 
 
 class BudgetSpent(Exception):
@@ -20,6 +22,8 @@ class BudgetSpent(Exception):
 class Evaluation:
     rows: list[Any]
     scores: list[float]
+    #: what the objectives' recorders saw during the run (see `ObjectiveSet.recording`)
+    recorded: dict[str, Any] = field(default_factory=dict)
 
     @property
     def score(self) -> float:
@@ -44,8 +48,10 @@ class CountedEvaluator:
         calls: int = 0,
         usage: Usage | None = None,
         runner: Runner | None = None,
+        objectives: ObjectiveSet | None = None,
     ) -> None:
         self.module = module
+        self.objectives = objectives
         self.runner = runner
         self.budget = budget
         self.concurrency = concurrency
@@ -86,17 +92,32 @@ class CountedEvaluator:
         self.ensure(len(examples))
         if self.on_calls is not None:
             self.on_calls(len(examples))
-        # a metric result that is neither a number nor a Score raises MetricResultError here
-        report = await evaluate(
-            self.module,
-            list(examples),
-            self._metric,
-            concurrency=self.concurrency,
-            progress=False,
-            counter=self.counter,
-            runner=self.runner,
-        )
+        with ExitStack() as stack:
+            recorded = {}
+            if self.objectives is not None:
+                recorded = self.objectives.recording(self.module, stack)
+            # a metric result that is neither a number nor a Score raises MetricResultError here
+            report = await evaluate(
+                self.module,
+                list(examples),
+                self._metric,
+                concurrency=self.concurrency,
+                progress=False,
+                counter=self.counter,
+                runner=self.runner,
+            )
         self.add_usage(report.usage)
         self.add_usage(report.metric_usage)  # an LLMJudge's tokens count against the limit too
         rows = list(report.rows)
-        return Evaluation(rows, [float(row.score) for row in rows])
+        return Evaluation(rows, [float(row.score) for row in rows], recorded)
+
+    async def objective_values(self, evaluation: Evaluation) -> dict[str, float]:
+        """Every declared objective's value for `evaluation` ({} in a single-metric fit); the
+        measures' own LLM calls count against the token budget."""
+        if self.objectives is None:
+            return {}
+        values, usage = await self.objectives.values(
+            evaluation.rows, evaluation.score, evaluation.recorded
+        )
+        self.add_usage(usage)
+        return values

@@ -4,21 +4,31 @@ keep (and save) the best values found."""
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..argument_checks import positive_int
 from ..core import Module, Parameter
 from ..dto import Usage
 from ..dto.display import clip, html_table, plural
-from ..errors import BudgetTooSmall, EmptyTrainingData, InvalidArgument, OptimizationError
+from ..errors import (
+    BudgetTooSmall,
+    EmptyTrainingData,
+    InvalidArgument,
+    NoCandidateFits,
+    OptimizationError,
+)
 from ..evals.example import example_list
 from ..evals.input_fit import check_inputs
 from ..evals.runner import Runner, check_runner
 from .budget import Budget
 from .counted_evaluation import BudgetSpent, CountedEvaluator
+from .frontier import FrontierPoint
+from .objective_set import ObjectiveSet
 from .run_state import HISTORY, TrainState
+from .selection import BestUnder, InOrder, SelectionRule, check_rule
 
 
 class Optimizer(Protocol):
@@ -36,6 +46,28 @@ class TrainResult:
     usage: Usage
     calls: int = 0
     best_values: dict[str, Any] = field(default_factory=dict)
+    #: the validated candidates no other beats on every objective, in candidate order
+    frontier: list[FrontierPoint] = field(default_factory=list)
+    #: the objectives and which way each is better ({"score": "higher"} for one metric)
+    objectives: dict[str, str] = field(default_factory=lambda: {"score": "higher"})
+
+    def pick(self, rule: SelectionRule) -> FrontierPoint:
+        """The frontier candidate `rule` prefers (`Weighted({...})`, `BestUnder(...)`); apply
+        it with `point.apply(module)`. `NoCandidateFits` when none meets a rule's bounds."""
+        rule = check_rule(rule, "TrainResult.pick")
+        rule.check(self.objectives)
+        fitting = [p for p in self.frontier if rule.fits(p.objectives, self.objectives)]
+        if not fitting:
+            bounds = rule.describe(self.objectives) if isinstance(rule, BestUnder) else repr(rule)
+            shown = "; ".join(
+                f"#{p.candidate} " + ", ".join(f"{n} {v:g}" for n, v in p.objectives.items())
+                for p in self.frontier
+            )
+            raise NoCandidateFits(
+                f"No candidate on the frontier has {bounds}. The frontier: {shown}. Loosen the "
+                "bounds, or train longer."
+            )
+        return max(fitting, key=lambda p: rule.key(p.objectives, self.objectives))
 
     # --- display: a short summary; `history` and `best_values` hold everything ---------------
 
@@ -70,9 +102,11 @@ class TrainResult:
 async def fit(
     module: Module,
     trainset: Sequence[Any],
-    metric: Callable[..., Any],
+    metric: Callable[..., Any] | None = None,
     *,
     optimizer: Optimizer,
+    objectives: Mapping[str, Any] | None = None,
+    select: SelectionRule | None = None,
     valset: Sequence[Any] | None = None,
     budget: int | Budget,
     checkpoint_dir: str | os.PathLike[str] | None = None,
@@ -87,9 +121,35 @@ async def fit(
     `history.jsonl` are written after the baseline and after every candidate; `resume=True`
     continues a run saved there. The module ends holding the best values found. `runner` says
     where evaluations run (see `evaluate`): the optimizer stays here, and the budget is counted
-    here, whatever the number of workers."""
+    here, whatever the number of workers. `concurrency` bounds the examples evaluated at once;
+    the report, and so the run, is the same at any concurrency for a deterministic model.
+
+    Several objectives: `objectives={"score": metric, "cost": Cost(PRICES), "latency":
+    "latency"}` (instead of `metric`) measures each on every validated candidate;
+    `TrainResult.frontier` holds the candidates no other beats on all of them and
+    `TrainResult.pick(rule)` chooses one. `select=` (`Weighted({...})`, `BestUnder(...)`) is
+    the rule training keeps the best by; without it, the best score, ties broken by the
+    objectives in the order given."""
     _check_optimizer(optimizer)
     runner = check_runner(runner)
+    concurrency = positive_int(concurrency, "fit's concurrency")
+    declared = ObjectiveSet.of(metric, objectives)
+    if declared is None:
+        if metric is None:
+            raise InvalidArgument(
+                "fit() needs a metric, fn(example, output) -> float | Score, or objectives="
+                "{'score': metric, ...}."
+            )
+        if select is not None:
+            declared = ObjectiveSet.of(None, {"score": metric})
+    if select is not None:
+        select = check_rule(select, "fit's select=")
+    if declared is not None:
+        declared.check_runner(runner)
+        metric = declared.metric
+        if select is not None:
+            select.check(declared.directions)
+    assert metric is not None
     trainset = example_list(trainset, "fit's trainset")
     valset = trainset if valset is None else example_list(valset, "fit's valset")
     if not trainset:
@@ -116,15 +176,20 @@ async def fit(
         )
     optimizer.attach(module)  # last check: NothingToTrain; FewShot adds its demos here
     params = optimizer.parameters()
-    evaluator = CountedEvaluator(module, metric, budget, concurrency=concurrency, runner=runner)
+    evaluator = CountedEvaluator(
+        module, metric, budget, concurrency=concurrency, runner=runner, objectives=declared
+    )
     state = TrainState(module, params, trainset, valset, evaluator, checkpoint_dir=folder)
+    if declared is not None:
+        state.directions = dict(declared.directions)
+        state.rule = select or InOrder(list(declared.objectives))
     bar = _progress_bar(budget.calls) if progress else None
     if bar is not None:
         evaluator.on_calls = bar.update
     try:
         if not (resume and state.resume()):
             baseline = await evaluator.run(valset)
-            state.start(baseline.scores)
+            state.start(baseline.scores, await evaluator.objective_values(baseline))
         elif bar is not None:
             bar.update(evaluator.calls)
         while True:
@@ -146,6 +211,8 @@ async def fit(
         usage=evaluator.usage,
         calls=evaluator.calls,
         best_values=state.snapshot(),
+        frontier=state.frontier(),
+        objectives=dict(state.directions or {"score": "higher"}),
     )
 
 

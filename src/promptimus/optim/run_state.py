@@ -14,7 +14,9 @@ from ..core import Module, Parameter
 from ..core.parameters import copy_value
 from ..errors import OptimizationError
 from .counted_evaluation import CountedEvaluator
+from .frontier import FrontierPoint, non_dominated
 from .pareto import ParetoFront
+from .selection import SelectionRule
 
 BEST = "best.toml"
 HISTORY = "history.jsonl"
@@ -47,6 +49,11 @@ class TrainState:
         self.best_id = 0
         self.best_score = 0.0
         self.baseline_score = 0.0
+        # several objectives (fit's objectives= / select=): each validated candidate's values,
+        # their directions, and the rule that says which candidate is best
+        self.objective_values: dict[int, dict[str, float]] = {}
+        self.directions: dict[str, str] = {}
+        self.rule: SelectionRule | None = None
 
     # --- values ---------------------------------------------------------------------------
 
@@ -84,6 +91,8 @@ class TrainState:
         entry = {"step": self.step, **entry, "calls": self.evaluator.calls}
         entry["tokens"] = self.evaluator.usage.total_tokens
         self.history.append(entry)
+        if entry.get("candidate") is not None and "objectives" in entry:
+            self.objective_values[entry["candidate"]] = dict(entry["objectives"])
         if accepted_candidate is not None:
             self.best_id = accepted_candidate
             self.best_score = entry["val_score"]
@@ -97,8 +106,15 @@ class TrainState:
         the best one if they beat it (else the reason is ``worse``, where ``{score}`` stands for
         their validation score). True when they did."""
         val = await self.evaluator.run(self.valset)
+        values = await self.evaluator.objective_values(val)
         cid = self.add_candidate(parent, path, value, val.scores)
-        better = val.score > self.best_score
+        better = self.beats_best(val.score, values)
+        reason = "beats best" if better else worse.format(score=val.score)
+        if values:
+            entry = {**entry, "objectives": values}
+            if not better and self.rule is not None:
+                shown = ", ".join(f"{name} {v:g}" for name, v in values.items())
+                reason = f"not better by {self.rule!r}: {shown}"
         self.record(
             {
                 "candidate": cid,
@@ -109,17 +125,44 @@ class TrainState:
                 "val_score": val.score,
                 "val_scores": val.scores,
                 "accepted": better,
-                "reason": "beats best" if better else worse.format(score=val.score),
+                "reason": reason,
             },
             accepted_candidate=cid if better else None,
         )
         return better
 
-    def start(self, scores: list[float]) -> None:
+    def beats_best(self, score: float, values: dict[str, float]) -> bool:
+        """Whether a candidate scoring `score` (with objective `values`) is better than the
+        best so far: by the rule when objectives were declared, else by score."""
+        best = self.objective_values.get(self.best_id)
+        if self.rule is None or not values or best is None:
+            return score > self.best_score
+        return self.rule.key(values, self.directions) > self.rule.key(best, self.directions)
+
+    def frontier(self) -> list[FrontierPoint]:
+        """The validated candidates no other beats on every objective (the score alone in a
+        single-metric fit), the kept one marked `chosen`."""
+        directions = self.directions or {"score": "higher"}
+        points = self.objective_values or {
+            cid: {"score": sum(s) / len(s) if s else 0.0} for cid, s in self.val_scores.items()
+        }
+        return [
+            FrontierPoint(
+                cid,
+                dict(points[cid]),
+                {path: copy_value(v) for path, v in self.candidates[cid].items()},
+                cid == self.best_id,
+            )
+            for cid in non_dominated(points, directions)
+            if cid in self.candidates
+        ]
+
+    def start(self, scores: list[float], objectives: dict[str, float] | None = None) -> None:
         self.candidates[0] = self.snapshot()
         self.val_scores[0] = list(scores)
         self.front.add(0, scores)
         self.baseline_score = self.best_score = sum(scores) / len(scores)
+        declared = {"objectives": objectives, "better": self.directions} if objectives else {}
         self.record(
             {
                 "candidate": 0,
@@ -129,11 +172,21 @@ class TrainState:
                 "values": self.candidates[0],
                 "val_score": self.best_score,
                 "val_scores": scores,
+                **declared,
                 "accepted": True,
                 "reason": "baseline",
             },
             accepted_candidate=0,
         )
+
+    def _check_objectives(self, where: Path, baseline: dict[str, Any]) -> None:
+        recorded = baseline.get("better") or {}
+        if recorded != self.directions:
+            raise OptimizationError(
+                f"{where} was trained on {_declared(recorded)}; this run declares "
+                f"{_declared(self.directions)}. Resume with the same objectives, or use another "
+                "checkpoint_dir."
+            )
 
     # --- checkpoint folder ----------------------------------------------------------------
 
@@ -193,8 +246,11 @@ class TrainState:
                 f"{', '.join(self.params)}. Resume with the same module and optimizer, or use "
                 "another checkpoint_dir."
             )
+        self._check_objectives(where, history[0])
         for entry in history:
             cid = entry.get("candidate")
+            if cid is not None and "objectives" in entry:
+                self.objective_values[cid] = dict(entry["objectives"])
             if entry.get("reason") == "baseline":
                 self.candidates[0] = dict(entry["values"])
             elif cid is not None:
@@ -213,3 +269,8 @@ class TrainState:
         self.evaluator.usage = Usage(total_tokens=history[-1].get("tokens", 0))
         self.load_best()
         return True
+
+
+def _declared(directions: dict[str, str]) -> str:
+    shown = ", ".join(f"{name} ({better} better)" for name, better in directions.items())
+    return shown or "one metric"
