@@ -1,6 +1,7 @@
 """The Training pages: every `fit` under `--fits` (a folder holding `history.jsonl`), and one fit:
-its score against spend as an inline SVG chart, each candidate with its parent, the diff of its
-prompt against the parent's, whether it was kept, and the best checkpoint against the start."""
+its score against spend as an inline SVG chart, the frontier over its objectives (a fit with
+several), each candidate with its parent, the diff of its prompt against the parent's, whether
+it was kept, and the best checkpoint against the start."""
 
 from __future__ import annotations
 
@@ -9,10 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from ..checkpoint.read import read_checkpoint
+from ..optim.frontier import non_dominated
 from .html import count, diff_block, esc, number, page, table, text_diff, url
 from .parameter_diff import flat_parameters, parameter_changes
 
-__all__ = ["fit_page", "fits", "training_page"]
+__all__ = ["fit_page", "fits", "frontier_section", "training_page"]
 
 HISTORY = "history.jsonl"
 BEST = "best.toml"
@@ -102,6 +104,7 @@ def fit_page(root: Path, name: str) -> str | None:
     if not entries and not problems:
         return None
     body = _problems(problems) + "<h2>Score against spend</h2>" + chart(entries)
+    body += frontier_section(entries)
     body += "<h2>Candidates</h2>" + _candidates(entries)
     if entries:
         body += "<h2>Best checkpoint against the start</h2>" + _best_diff(folder, entries)
@@ -221,3 +224,54 @@ def _best_diff(folder: Path, entries: list[dict[str, Any]]) -> str:
     start = {**best, **(given if isinstance(given, dict) else {})}
     changes = parameter_changes(start, best, "start", BEST)
     return diff_block(changes, same="The best checkpoint holds the starting values.")
+
+
+# --- the frontier over objectives (a fit with several) -------------------------------------
+
+
+def frontier_section(entries: list[dict[str, Any]]) -> str:
+    """The candidates no other beats on every objective, a column per objective, what each
+    changed from the start, the kept one marked; "" for a single-metric fit. A candidate whose
+    objectives cannot be read (a hand-edited or damaged line) is left out."""
+    better = entries[0].get("better") if entries else None
+    if not isinstance(better, dict) or not better:
+        return ""
+    directions = {str(name): way for name, way in better.items() if way in ("higher", "lower")}
+    points: dict[int, dict[str, float]] = {}
+    kept = None
+    for entry in entries:
+        cid, measured = entry.get("candidate"), entry.get("objectives")
+        if not isinstance(cid, int) or isinstance(cid, bool) or not isinstance(measured, dict):
+            continue
+        read = {name: number(measured.get(name)) for name in directions}
+        if all(value is not None for value in read.values()):
+            points[cid] = {name: float(value or 0.0) for name, value in read.items()}
+            if entry.get("accepted") is True:
+                kept = cid
+    values = candidate_values(entries)
+    start = values.get(0, {})
+    rows = []
+    for cid in non_dominated(points, directions):
+        changed = {p: v for p, v in values.get(cid, {}).items() if start.get(p) != v}
+        shown = "<br>".join(
+            f"{esc(path)} = {esc(_clipped(value))}" for path, value in changed.items()
+        )
+        mark = '<span class="badge kept chosen">kept</span>' if cid == kept else ""
+        rows.append(
+            [
+                esc(cid),
+                *(esc(f"{points[cid][name]:.4g}") for name in directions),
+                shown or "<span class=empty>the starting values</span>",
+                mark,
+            ]
+        )
+    head = ["candidate", *(f"{name} ({way} better)" for name, way in directions.items())]
+    return "<h2>Objective frontier</h2>" + table(
+        [*head, "changes", ""], rows, empty="No candidate's objectives could be read."
+    )
+
+
+def _clipped(value: Any, limit: int = 120) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    shown = repr(text) if isinstance(value, str) else text
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
