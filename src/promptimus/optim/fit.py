@@ -27,6 +27,7 @@ from .budget import Budget
 from .counted_evaluation import BudgetSpent, CountedEvaluator
 from .frontier import FrontierPoint
 from .objective_set import ObjectiveSet
+from .objectives import Objective
 from .run_state import HISTORY, TrainState
 from .selection import BestUnder, InOrder, SelectionRule, check_rule
 
@@ -123,42 +124,14 @@ async def fit(
     where evaluations run (see `evaluate`): the optimizer stays here, and the budget is counted
     here, whatever the number of workers. `concurrency` bounds the examples evaluated at once;
     the report, and so the run, is the same at any concurrency for a deterministic model.
-
-    Several objectives: `objectives={"score": metric, "cost": Cost(PRICES), "latency":
-    "latency"}` (instead of `metric`) measures each on every validated candidate;
-    `TrainResult.frontier` holds the candidates no other beats on all of them and
-    `TrainResult.pick(rule)` chooses one. `select=` (`Weighted({...})`, `BestUnder(...)`) is
-    the rule training keeps the best by; without it, the best score, ties broken by the
-    objectives in the order given."""
+    `objectives={"score": metric, "cost": Cost(PRICES)}` instead of `metric` gives
+    `TrainResult.frontier`; `select=` (`Weighted`, `BestUnder`) is then the rule training keeps
+    the best by (else the best score, ties broken by the objectives in order)."""
     _check_optimizer(optimizer)
     runner = check_runner(runner)
     concurrency = positive_int(concurrency, "fit's concurrency")
-    declared = ObjectiveSet.of(metric, objectives)
-    if declared is None:
-        if metric is None:
-            raise InvalidArgument(
-                "fit() needs a metric, fn(example, output) -> float | Score, or objectives="
-                "{'score': metric, ...}."
-            )
-        if select is not None:
-            declared = ObjectiveSet.of(None, {"score": metric})
-    if select is not None:
-        select = check_rule(select, "fit's select=")
-    if declared is not None:
-        declared.check_runner(runner)
-        metric = declared.metric
-        if select is not None:
-            select.check(declared.directions)
-    assert metric is not None
-    trainset = example_list(trainset, "fit's trainset")
-    valset = trainset if valset is None else example_list(valset, "fit's valset")
-    if not trainset:
-        raise EmptyTrainingData("fit() got an empty trainset; give it at least one Example.")
-    if not valset:
-        raise EmptyTrainingData("fit() got an empty valset; give it examples or pass None.")
-    check_inputs(module, trainset, "fit's trainset")
-    if valset is not trainset:
-        check_inputs(module, valset, "fit's valset")
+    metric, declared, select = _objectives(metric, objectives, select, runner)
+    trainset, valset = _datasets(module, trainset, valset)
     budget = Budget.of(budget)
     if budget.calls < len(valset):
         raise BudgetTooSmall(
@@ -166,14 +139,7 @@ async def fit(
             f"{len(valset)} validation examples; raise it to at least {len(valset)} (and more "
             "to leave room for training)."
         )
-    folder = None if checkpoint_dir is None else _writable_folder(Path(checkpoint_dir))
-    if resume and folder is None:
-        raise InvalidArgument("fit(resume=True) needs the checkpoint_dir of the run to continue.")
-    if folder is not None and not resume and (folder / HISTORY).exists():
-        raise OptimizationError(
-            f"{folder} already holds a training run ({HISTORY}); pass resume=True to continue "
-            "it, or another checkpoint_dir to start afresh."
-        )
+    folder = _checkpoint_folder(checkpoint_dir, resume)
     optimizer.attach(module)  # last check: NothingToTrain; FewShot adds its demos here
     params = optimizer.parameters()
     evaluator = CountedEvaluator(
@@ -214,6 +180,55 @@ async def fit(
         frontier=state.frontier(),
         objectives=dict(state.directions or {"score": "higher"}),
     )
+
+
+def _objectives(
+    metric: Callable[..., Any] | None, objectives: Any, select: Any, runner: Runner
+) -> tuple[Callable[..., Any], ObjectiveSet | None, SelectionRule | None]:
+    """The metric training learns from, the declared objectives (None for one metric) and the
+    checked `select=` rule."""
+    declared = ObjectiveSet.of(metric, objectives)
+    if declared is None:
+        if metric is None:
+            raise InvalidArgument(
+                "fit() needs a metric, fn(example, output) -> float | Score, or objectives="
+                "{'score': metric, ...}."
+            )
+        if select is None:
+            return metric, None, None
+        declared = ObjectiveSet({"score": Objective(metric)}, "score")
+    if select is not None:
+        select = check_rule(select, "fit's select=")
+        select.check(declared.directions)
+    declared.check_runner(runner)
+    return declared.metric, declared, select
+
+
+def _datasets(
+    module: Module, trainset: Sequence[Any], valset: Sequence[Any] | None
+) -> tuple[list[Any], list[Any]]:
+    train = example_list(trainset, "fit's trainset")
+    val = train if valset is None else example_list(valset, "fit's valset")
+    if not train:
+        raise EmptyTrainingData("fit() got an empty trainset; give it at least one Example.")
+    if not val:
+        raise EmptyTrainingData("fit() got an empty valset; give it examples or pass None.")
+    check_inputs(module, train, "fit's trainset")
+    if val is not train:
+        check_inputs(module, val, "fit's valset")
+    return train, val
+
+
+def _checkpoint_folder(checkpoint_dir: Any, resume: bool) -> Path | None:
+    folder = None if checkpoint_dir is None else _writable_folder(Path(checkpoint_dir))
+    if resume and folder is None:
+        raise InvalidArgument("fit(resume=True) needs the checkpoint_dir of the run to continue.")
+    if folder is not None and not resume and (folder / HISTORY).exists():
+        raise OptimizationError(
+            f"{folder} already holds a training run ({HISTORY}); pass resume=True to continue "
+            "it, or another checkpoint_dir to start afresh."
+        )
+    return folder
 
 
 def _check_optimizer(optimizer: Any) -> None:
