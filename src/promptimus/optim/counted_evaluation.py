@@ -24,6 +24,8 @@ class Evaluation:
     scores: list[float]
     #: what the objectives' recorders saw during the run (see `ObjectiveSet.recording`)
     recorded: dict[str, Any] = field(default_factory=dict)
+    #: the tokens this run added to the count (the module's and the metric's)
+    usage: Usage = field(default_factory=Usage)
 
     @property
     def score(self) -> float:
@@ -88,17 +90,21 @@ class CountedEvaluator:
             total_tokens=getattr(usage, "total_tokens", 0) or 0,
         )
 
-    async def run(self, examples: Sequence[Any]) -> Evaluation:
+    async def run(self, examples: Sequence[Any], *, module: Module | None = None) -> Evaluation:
+        """Evaluate `examples` on the trained module (or `module`, a copy of it holding another
+        candidate's values). The calls are counted before the first one is made, so evaluations
+        run side by side never pass the budget together."""
+        module = self.module if module is None else module
         self.ensure(len(examples))
         if self.on_calls is not None:
             self.on_calls(len(examples))
         with ExitStack() as stack:
             recorded = {}
             if self.objectives is not None:
-                recorded = self.objectives.recording(self.module, stack)
+                recorded = self.objectives.recording(module, stack)
             # a metric result that is neither a number nor a Score raises MetricResultError here
             report = await evaluate(
-                self.module,
+                module,
                 list(examples),
                 self._metric,
                 concurrency=self.concurrency,
@@ -106,10 +112,16 @@ class CountedEvaluator:
                 counter=self.counter,
                 runner=self.runner,
             )
+        before = self.usage
         self.add_usage(report.usage)
         self.add_usage(report.metric_usage)  # an LLMJudge's tokens count against the limit too
         rows = list(report.rows)
-        return Evaluation(rows, [float(row.score) for row in rows], recorded)
+        spent = Usage(
+            prompt_tokens=self.usage.prompt_tokens - before.prompt_tokens,
+            completion_tokens=self.usage.completion_tokens - before.completion_tokens,
+            total_tokens=self.usage.total_tokens - before.total_tokens,
+        )
+        return Evaluation(rows, [float(row.score) for row in rows], recorded, spent)
 
     async def objective_values(self, evaluation: Evaluation) -> dict[str, float]:
         """Every declared objective's value for `evaluation` ({} in a single-metric fit); the

@@ -3,11 +3,14 @@ labelled examples when it has too few."""
 
 from __future__ import annotations
 
+import asyncio
+import copy
 from typing import Any, Self
 
 from ..argument_checks import positive_int
 from ..core import Module, Parameter
-from ..errors import NothingToTrain
+from ..errors import NothingToTrain, OptimizationError
+from .counted_evaluation import BudgetSpent, Evaluation
 from .proposer import _output_text
 from .run_state import TrainState
 
@@ -38,6 +41,10 @@ class FewShot:
     its JSON). The history says which were used: the bootstrap entry counts both kinds, and
     every candidate entry has `demos_bootstrapped` and `demos_labelled`. With neither a
     success nor a label there is nothing to show, and FewShot stops.
+
+    `parallel=n` validates up to n candidate sets at once, each on a copy of the module (sharing
+    its providers), each with fit's `concurrency` examples in flight; only the sets the budget
+    pays for start, and the history is the one the sets tried one by one would write.
     """
 
     def __init__(
@@ -48,8 +55,10 @@ class FewShot:
         min_score: float = 1.0,
         prompt: str | None = None,
         seed: int = 0,
+        parallel: int = 1,
     ) -> None:
         self.k = positive_int(k, "FewShot k")
+        self.parallel = positive_int(parallel, "FewShot parallel")
         self.candidates = positive_int(candidates, "FewShot candidates")
         self.min_score = min_score
         self.prompt = prompt
@@ -127,14 +136,10 @@ class FewShot:
                 return False
         if self._tried >= self.candidates:
             return False
+        if self.parallel > 1:
+            return await self._validate_together(state, path)
         self._tried += 1
-        rng = state.rng(self.seed, "fewshot")
-        if len(self._pool) >= self.k:
-            demos = rng.sample(self._pool, self.k)
-            labelled = 0
-        else:
-            fill = rng.sample(self._labelled, min(self.k - len(self._pool), len(self._labelled)))
-            demos, labelled = [*self._pool, *fill], len(fill)
+        demos, labelled = self._draw(state, 0)
         state.evaluator.ensure(len(state.valset))
         self._params[path].value = demos
         try:
@@ -143,3 +148,58 @@ class FewShot:
         finally:
             state.load_best()
         return True
+
+    def _draw(self, state: TrainState, ahead: int) -> tuple[list[list[str]], int]:
+        """The demo set of the step `ahead` steps from now, and how many of it are labelled."""
+        assert self._pool is not None
+        rng = state.rng(self.seed, "fewshot", ahead=ahead)
+        if len(self._pool) >= self.k:
+            return rng.sample(self._pool, self.k), 0
+        fill = rng.sample(self._labelled, min(self.k - len(self._pool), len(self._labelled)))
+        return [*self._pool, *fill], len(fill)
+
+    async def _validate_together(self, state: TrainState, path: str) -> bool:
+        """Validate the next sets side by side, each on its own copy of the module, then record
+        them in order, as one by one."""
+        size = len(state.valset)
+        left = state.evaluator.budget.calls - state.evaluator.calls
+        group = min(self.parallel, self.candidates - self._tried, left // size)
+        if group < 1 or not state.evaluator.can_afford(group * size):
+            raise BudgetSpent
+        drawn = [self._draw(state, ahead) for ahead in range(group)]
+        copies = [self._copy_with(state.module, path, demos) for demos, _ in drawn]
+        self._tried += group
+        evaluator = state.evaluator
+        calls, usage = evaluator.calls, evaluator.usage
+        try:
+            async with asyncio.TaskGroup() as runs:
+                tasks = [
+                    runs.create_task(evaluator.run(state.valset, module=module))
+                    for module in copies
+                ]
+        except BaseExceptionGroup as failed:  # the first error, as a serial run raises it
+            raise failed.exceptions[0] from None
+        measured: list[Evaluation] = [task.result() for task in tasks]
+        # each entry records the spend up to its candidate, in order, as one by one
+        spent, evaluator.calls, evaluator.usage = evaluator.calls, calls, usage
+        for (demos, labelled), val in zip(drawn, measured, strict=True):
+            evaluator.calls += size
+            evaluator.usage = evaluator.usage + val.usage
+            counts = {"demos_bootstrapped": len(demos) - labelled, "demos_labelled": labelled}
+            await state.validate(
+                0, path, demos, counts, worse="not better on validation", measured=val
+            )
+        assert evaluator.calls == spent
+        return True
+
+    def _copy_with(self, module: Module, path: str, demos: list[list[str]]) -> Module:
+        try:
+            clone = copy.deepcopy(module)
+        except Exception as exc:
+            raise OptimizationError(
+                f"FewShot(parallel={self.parallel}) validates candidates on copies of the "
+                f"module, but {type(module).__name__} cannot be copied ({type(exc).__name__}: "
+                f"{exc}). Use parallel=1, or keep uncopyable objects out of the module."
+            ) from exc
+        dict(clone.named_parameters())[path].value = demos
+        return clone

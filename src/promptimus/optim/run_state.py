@@ -13,7 +13,7 @@ from ..checkpoint.files import atomic_write_bytes
 from ..core import Module, Parameter
 from ..core.parameters import copy_value
 from ..errors import OptimizationError
-from .counted_evaluation import CountedEvaluator
+from .counted_evaluation import CountedEvaluator, Evaluation
 from .frontier import FrontierPoint, non_dominated
 from .pareto import ParetoFront
 from .selection import SelectionRule
@@ -72,9 +72,10 @@ class TrainState:
         """The number of the next step (the baseline is step 0)."""
         return len(self.history)
 
-    def rng(self, seed: int, salt: str = "") -> random.Random:
-        # one generator per step: a resumed run draws exactly what an uninterrupted one would
-        return random.Random(f"{seed}:{salt}:{self.step}")
+    def rng(self, seed: int, salt: str = "", *, ahead: int = 0) -> random.Random:
+        # one generator per step: a resumed run draws exactly what an uninterrupted one would;
+        # `ahead` draws a later step's now (candidates validated together, in parallel)
+        return random.Random(f"{seed}:{salt}:{self.step + ahead}")
 
     # --- recording ------------------------------------------------------------------------
 
@@ -99,13 +100,21 @@ class TrainState:
         self.save(best_changed=accepted_candidate is not None)
 
     async def validate(
-        self, parent: int, path: str, value: Any, entry: dict[str, Any], *, worse: str
+        self,
+        parent: int,
+        path: str,
+        value: Any,
+        entry: dict[str, Any],
+        *,
+        worse: str,
+        measured: Evaluation | None = None,
     ) -> bool:
         """Try the values the module holds now (``parent``'s, with ``path`` set to ``value``) on
         the validation set: they become a candidate, recorded with ``entry`` and the scores, and
         the best one if they beat it (else the reason is ``worse``, where ``{score}`` stands for
-        their validation score). True when they did."""
-        val = await self.evaluator.run(self.valset)
+        their validation score). True when they did. ``measured``: their validation run, made
+        already (on a copy of the module, beside other candidates')."""
+        val = measured or await self.evaluator.run(self.valset)
         values = await self.evaluator.objective_values(val)
         cid = self.add_candidate(parent, path, value, val.scores)
         better = self.beats_best(val.score, values)
