@@ -84,6 +84,12 @@ async def test_a_two_objective_fit_returns_the_frontier_of_score_against_cost() 
     assert len(student.requests) == result.calls == 28
     baseline = result.history[0]
     assert baseline["objectives"] == {"score": 0.25, "cost": pytest.approx(0.005)}
+    assert str(result).splitlines()[-3:] == [
+        "  frontier (2 candidates):",
+        "    #1: score 0.5, cost 0.004",
+        "    #2: score 1, cost 0.007 (kept)",
+    ]
+    assert "#2: score 1, cost 0.007 (kept)" in result._repr_html_()
 
 
 async def test_pick_chooses_by_the_rule_the_user_states() -> None:
@@ -272,6 +278,8 @@ def test_objectives_refuse_bad_construction() -> None:
         Latency(clock=3)  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="pricing"):
         Cost({"student": (math.nan, 1.0)})
+    with pytest.raises(InvalidObjective, match="price table"):
+        Cost(None)  # type: ignore[arg-type]
     with pytest.raises(InvalidObjective, match="weight"):
         Weighted({})
     with pytest.raises(InvalidObjective, match="weight"):
@@ -314,3 +322,16 @@ class Clock:
     def __call__(self) -> float:
         self.reads += 1
         return self.now
+
+
+async def test_a_clock_that_does_not_give_seconds_is_named_not_an_example_error() -> None:
+    task = Task(ScriptedLLM(student_reply, model_name="student"))
+    with pytest.raises(InvalidObjective, match="clock returned 'now'"):
+        await fit(
+            task,
+            examples(),
+            objectives={"score": metric, "latency": Latency(clock=lambda: "now")},  # type: ignore[arg-type,return-value]
+            optimizer=Reflective(propose=scripted(), minibatch_size=4),
+            budget=28,
+            progress=False,
+        )

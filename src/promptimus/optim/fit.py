@@ -93,11 +93,23 @@ class TrainResult:
             lines.append(f"  … {len(values) - 8} more parameters in best_values")
         if self.checkpoint_path is not None:
             lines.append(f"  saved to {self.checkpoint_path}")
+        if len(self.objectives) > 1:
+            lines.append(f"  frontier ({plural(len(self.frontier), 'candidate')}):")
+            lines += [f"    {self._point(point)}" for point in self.frontier]
         return "\n".join(lines)
+
+    @staticmethod
+    def _point(point: FrontierPoint) -> str:
+        shown = ", ".join(f"{name} {value:.4g}" for name, value in point.objectives.items())
+        return f"#{point.candidate}: {shown}" + (" (kept)" if point.chosen else "")
 
     def _repr_html_(self) -> str:
         rows = [(path, clip(repr(value), 200)) for path, value in self.best_values.items()]
-        return html_table(self.summary(), ["parameter", "best value"], rows)
+        page = html_table(self.summary(), ["parameter", "best value"], rows)
+        if len(self.objectives) > 1:
+            points = [(self._point(point),) for point in self.frontier]
+            page += html_table("frontier", ["candidate: objectives"], points)
+        return page
 
 
 async def fit(

@@ -140,8 +140,10 @@ class Latency(Objective):
             return 0.0
         if self.clock is None:
             return float(sum(row.latency for row in rows)) / len(rows)
-        durations: list[float] = recorded
-        return sum(durations) / len(rows)
+        timing: _Timing = recorded
+        if timing.problem is not None:
+            raise InvalidObjective(timing.problem)
+        return sum(timing.durations) / len(rows)
 
     def __repr__(self) -> str:
         return "Latency()" if self.clock is None else f"Latency(clock={self.clock!r})"
@@ -158,7 +160,10 @@ class Cost(Objective):
     def __init__(self, pricing: Pricing) -> None:
         super().__init__(None, better="lower")
         table = check_pricing(pricing)
-        assert table is not None
+        if table is None:
+            raise InvalidObjective(
+                "Cost needs a price table {model: (input, output)} per million tokens, got None."
+            )
         self.pricing = table
 
     def recorder(self, module: Any) -> AbstractContextManager[Any]:
@@ -215,6 +220,14 @@ class _Timing:
         self.root = root
         self.clock = clock
         self.durations: list[float] = []
+        self.problem: str | None = None  # a bad reading, raised once the run is over
+
+    def read(self) -> float | None:
+        now = self.clock()
+        if isinstance(now, bool) or not isinstance(now, numbers.Real) or not math.isfinite(now):
+            self.problem = f"Latency's clock returned {now!r}; it must return seconds (a float)."
+            return None
+        return float(now)
 
 
 _timings: contextvars.ContextVar[_Timing | None] = contextvars.ContextVar(
@@ -233,29 +246,24 @@ async def _time_root_call(
     if timing is None or module is not timing.root or _inside.get():
         return await call_next(args, kwargs)
     token = _inside.set(True)  # a module calling itself again is one example, timed once
-    started = _read(timing.clock)
+    started = timing.read()
     try:
         return await call_next(args, kwargs)
     finally:
-        timing.durations.append(_read(timing.clock) - started)
+        ended = timing.read()
+        if started is not None and ended is not None:
+            timing.durations.append(ended - started)
         _inside.reset(token)
 
 
-def _read(clock: Callable[[], float]) -> float:
-    now = clock()
-    if isinstance(now, bool) or not isinstance(now, numbers.Real) or not math.isfinite(now):
-        raise InvalidObjective(f"Latency's clock returned {now!r}; it must return seconds.")
-    return float(now)
-
-
 @contextmanager
-def _timing(module: Any, clock: Callable[[], float]) -> Iterator[list[float]]:
+def _timing(module: Any, clock: Callable[[], float]) -> Iterator[_Timing]:
     global _handle
     if _handle is None:
         _handle = register_module_call_interceptor(_time_root_call)
     timing = _Timing(module, clock)
     token = _timings.set(timing)
     try:
-        yield timing.durations
+        yield timing
     finally:
         _timings.reset(token)
