@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import (
@@ -60,6 +60,8 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
+    RunFinishedOutcome,
+    RunFinishedSuccessOutcome,
     RunStartedEvent,
     StateSnapshotEvent,
     TokenUsage,
@@ -73,10 +75,12 @@ from starlette.routing import Route
 from ..agents.base_agent import BaseAgent
 from ..agents.events import FinalResult, NeedsApproval
 from ..agents.run_state import RunState
+from ..agents.run_tools import offering
 from ..dto import Message, Usage
 from ..errors import PromptimusError
 from .ag_ui_events import Translation
 from .ag_ui_input import RunInput, read_run_input
+from .ag_ui_tools import FrontEndTool, answering, front_end_tools
 from .callers import scoped_id
 from .openai_chat import run_failure
 from .refusal import Refused
@@ -101,11 +105,24 @@ def error_response(refused: Refused) -> JSONResponse:
 
 @dataclass
 class _Paused:
-    """A run of a thread waiting for its client: the state to resume, and the calls waiting
-    (approval id to the model's call id)."""
+    """A thread's run waiting for its client: the state to resume, the calls waiting for
+    approval (interrupt id to the model's call id), the front-end calls waiting for their
+    result (call id to interrupt id), and the client's tools to offer again."""
 
     state: RunState
-    waiting: dict[str, str]
+    approvals: dict[str, str]
+    front: dict[str, str]
+    tools: list[FrontEndTool]
+
+
+@dataclass
+class _Start:
+    """What a request starts: a new run (`resume` None) or the paused one it answers."""
+
+    resume: RunState | None = None
+    decisions: dict[str, bool | str] | None = None
+    results: dict[str, str] = field(default_factory=dict)
+    tools: list[FrontEndTool] = field(default_factory=list)
 
 
 def _usage(usage: Usage) -> list[TokenUsage] | None:
@@ -138,78 +155,97 @@ def _decision(status: str, payload: Any) -> bool | str:
     )
 
 
-def _interrupts(paused: NeedsApproval) -> tuple[list[Interrupt], dict[str, str]]:
-    interrupts: list[Interrupt] = []
-    waiting: dict[str, str] = {}
+def _interrupts(paused: NeedsApproval, front_names: set[str]) -> _Paused:
+    """Split a pause into calls waiting for approval and front-end calls for the client."""
+    approvals: dict[str, str] = {}
+    front: dict[str, str] = {}
     for call in paused.state.paused:
-        waiting[call.approval_id] = call.call_id or call.approval_id
-        pending = call.pending()
-        interrupts.append(
-            Interrupt(
-                id=call.approval_id,
-                reason=APPROVAL,
-                message=call.reason or f"The tool {call.name!r} needs your approval to run.",
-                tool_call_id=call.call_id,
-                response_schema={
-                    "type": "object",
-                    "properties": {
-                        "approved": {"type": "boolean"},
-                        "reason": {"type": "string"},
-                    },
-                    "required": ["approved"],
-                },
-                metadata={"toolName": call.name, "arguments": pending.arguments},
-            )
+        if call.name in front_names and call.reason is None:
+            front[call.call_id or call.approval_id] = call.approval_id
+        else:
+            approvals[call.approval_id] = call.call_id or call.approval_id
+    return _Paused(paused.state, approvals, front, [])
+
+
+def _interrupt(paused: RunState, approval_id: str) -> Interrupt:
+    call = next(c for c in paused.paused if c.approval_id == approval_id)
+    return Interrupt(
+        id=call.approval_id,
+        reason=APPROVAL,
+        message=call.reason or f"The tool {call.name!r} needs your approval to run.",
+        tool_call_id=call.call_id,
+        response_schema={
+            "type": "object",
+            "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
+            "required": ["approved"],
+        },
+        metadata={"toolName": call.name, "arguments": call.pending().arguments},
+    )
+
+
+def _fresh(given: RunInput, module: Any) -> _Start:
+    """A new run: refused when the request answers something, or has nothing to answer."""
+    if given.results:
+        call = next(iter(given.results))
+        raise Refused(
+            400,
+            f"The tool result for {call!r} answers no call this thread is waiting for.",
+            "invalid_tool_result",
         )
-    return interrupts, waiting
+    if given.resume:
+        raise Refused(
+            400, "resume answers an interrupt, but this thread has none waiting.", "invalid_resume"
+        )
+    if not given.new:
+        raise Refused(400, "There is nothing to answer: send a user message.", "invalid_messages")
+    if not isinstance(module, BaseAgent):
+        return _Start()
+    return _Start(tools=front_end_tools(given.tools, module.tool_names()))
+
+
+def _resumed(given: RunInput, paused: _Paused) -> _Start:
+    """The paused run, with the client's answers: every waiting call needs one."""
+    unknown = [i for i in given.resume if i not in paused.approvals]
+    if unknown:
+        raise Refused(
+            400, f"resume answers the unknown interrupt {unknown[0]!r}.", "invalid_resume"
+        )
+    strange = [c for c in given.results if c not in paused.front]
+    if strange:
+        raise Refused(
+            400,
+            f"The tool result for {strange[0]!r} answers no call this thread is waiting for.",
+            "invalid_tool_result",
+        )
+    if not given.resume and not given.results:
+        raise Refused(
+            409,
+            "This thread's run is waiting: answer its interrupts (resume) and send the results "
+            "of its front-end tool calls first.",
+            "interrupt_pending",
+        )
+    missing = [i for i in paused.approvals if i not in given.resume]
+    if missing:
+        raise Refused(
+            400,
+            f"resume must answer every waiting interrupt; {missing[0]!r} has none.",
+            "invalid_resume",
+        )
+    unanswered = [c for c in paused.front if c not in given.results]
+    if unanswered:
+        raise Refused(
+            400,
+            f"Send the result of every front-end tool call; {unanswered[0]!r} has none.",
+            "invalid_tool_result",
+        )
+    decisions: dict[str, bool | str] = {i: _decision(*given.resume[i]) for i in paused.approvals}
+    decisions.update({approval: True for approval in paused.front.values()})
+    return _Start(paused.state, decisions, dict(given.results), paused.tools)
 
 
 def ag_ui_routes(served: Served) -> list[Route]:
     paused_runs: dict[str, _Paused] = {}
     encoder = EventEncoder()
-
-    def plan(given: RunInput, key: str) -> tuple[RunState | None, dict[str, bool | str] | None]:
-        """The run to start: a new one for new messages, or the paused one the request answers."""
-        paused = paused_runs.get(key)
-        if paused is None:
-            if given.results:
-                call = next(iter(given.results))
-                raise Refused(
-                    400,
-                    f"The tool result for {call!r} answers no call this thread is waiting for.",
-                    "invalid_tool_result",
-                )
-            if given.resume:
-                raise Refused(
-                    400,
-                    "resume answers an interrupt, but this thread has none waiting.",
-                    "invalid_resume",
-                )
-            if not given.new:
-                raise Refused(
-                    400, "There is nothing to answer: send a user message.", "invalid_messages"
-                )
-            return None, None
-        unknown = [i for i in given.resume if i not in paused.waiting]
-        if unknown:
-            raise Refused(
-                400, f"resume answers the unknown interrupt {unknown[0]!r}.", "invalid_resume"
-            )
-        if not given.resume:
-            raise Refused(
-                409,
-                "This thread has tool calls waiting for approval: answer them (resume) first.",
-                "interrupt_pending",
-            )
-        missing = [i for i in paused.waiting if i not in given.resume]
-        if missing:
-            raise Refused(
-                400,
-                f"resume must answer every waiting interrupt; {missing[0]!r} has none.",
-                "invalid_resume",
-            )
-        approvals = {i: _decision(*given.resume[i]) for i in paused.waiting}
-        return paused.state, approvals
 
     async def run_ag_ui(request: Request) -> Response:
         try:
@@ -217,33 +253,34 @@ def ag_ui_routes(served: Served) -> list[Route]:
             given = read_run_input(await served.body(request))
             session = served.session(user, given.thread_id)
             key = scoped_id(user, given.thread_id)
-            resume, approvals = plan(given, key)
+            paused = paused_runs.get(key)
+            start = _fresh(given, served.module) if paused is None else _resumed(given, paused)
             served.slots.take()
         except Refused as refused:
             return error_response(refused)
-        if resume is not None:
+        if paused is not None:
             del paused_runs[key]  # a paused run resumes once
-        state = given.given.state
         request_value: Any = given.new
         if not isinstance(served.module, BaseAgent):
-            request_value = given.new[-1].content if given.new else ""
-        run = ServedRun(
-            served.module,
-            request_value,
-            session,
-            served.slots,
-            resume=resume,
-            approvals=approvals,
-            deps=state,
-        )
+            request_value = given.new[-1].content
+        with offering(served.module, start.tools), answering(start.results):
+            run = ServedRun(
+                served.module,
+                request_value,
+                session,
+                served.slots,
+                resume=start.resume,
+                approvals=start.decisions,
+                deps=given.given.state,
+            )
         return StreamingResponse(
-            _stream(request, run, given, key),
+            _stream(request, run, given, key, start),
             media_type=encoder.get_content_type(),
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
 
     async def _stream(
-        request: Request, run: ServedRun, given: RunInput, key: str
+        request: Request, run: ServedRun, given: RunInput, key: str, start: _Start
     ) -> AsyncIterator[str]:
         thread, run_id = given.thread_id, given.run_id
 
@@ -251,7 +288,7 @@ def ag_ui_routes(served: Served) -> list[Route]:
             return encoder.encode(event)
 
         yield out(RunStartedEvent(thread_id=thread, run_id=run_id))
-        translation = Translation()
+        translation = Translation(answered=set(start.results))
         final: FinalResult[Any] | None = None
         paused: NeedsApproval | None = None
         events = run.events(request)
@@ -277,9 +314,15 @@ def ag_ui_routes(served: Served) -> list[Route]:
         for translated in translation.close():
             yield out(translated)
         if paused is not None:
-            interrupts, waiting = _interrupts(paused)
-            paused_runs[key] = _Paused(paused.state, waiting)
-            outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+            waiting = _interrupts(paused, {tool.name for tool in start.tools})
+            waiting.tools = start.tools
+            paused_runs[key] = waiting
+            outcome: RunFinishedOutcome
+            if waiting.approvals:
+                interrupts = [_interrupt(paused.state, i) for i in waiting.approvals]
+                outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+            else:
+                outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=list(waiting.front))
             yield out(
                 RunFinishedEvent(
                     thread_id=thread, run_id=run_id, outcome=outcome, usage=_usage(run.usage)

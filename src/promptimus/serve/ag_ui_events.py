@@ -70,10 +70,12 @@ class _Lane:
 
 class Translation:
     """Turns one run's agent events into AG-UI events (`events(event)`), and closes what is
-    open at its end (`close()`)."""
+    open at its end (`close()`). `answered`: the calls whose results the client sent (its
+    front-end tools' calls): their results are not sent back to it."""
 
-    def __init__(self) -> None:
+    def __init__(self, answered: set[str] | None = None) -> None:
         self.main = _Lane(None)
+        self._answered = answered or set()
         self._subagents: dict[tuple[str, str | None], _Lane] = {}
         self._by_call: dict[str, tuple[str, str | None]] = {}
 
@@ -147,6 +149,8 @@ class Translation:
         elif isinstance(event, ToolResultEvent | ToolErrorEvent):
             yield from self._close_open(lane)
             call = self._result_id(lane, event.id, event.name)
+            if lane.subagent is None and call in self._answered:
+                return  # the client's own result of a front-end call: it has it
             yield from self._finish_subagents(call)
             content = event.result if isinstance(event, ToolResultEvent) else event.error
             yield ToolCallResultEvent(
