@@ -266,6 +266,9 @@ async def _runs(running: Running) -> int:
         return int((await client.get(f"{running.url}/healthz")).json()["runs"])
 
 
+URL = {"type": "url", "value": "http://127.0.0.1:9/cat.png"}
+
+
 def _bad(thread: str = "b", **extra: Any) -> bytes:
     return json.dumps(run_input(thread, user("hi"), **extra)).encode()
 
@@ -308,6 +311,31 @@ def _bad(thread: str = "b", **extra: Any) -> bytes:
             400,
             "invalid_tools",
         ),
+        (_bad(tools="x"), 400, "invalid_input"),
+        (_bad(resume=[{"interruptId": "x"}]), 400, "invalid_input"),
+        (_bad(thread=" "), 400, "invalid_input"),
+        (_bad(context=[{"description": 1, "value": "v"}]), 400, "invalid_input"),
+        (
+            json.dumps(
+                run_input(
+                    "img",
+                    {"id": "1", "role": "user", "content": [{"type": "image", "source": URL}]},
+                )
+            ).encode(),
+            400,
+            "invalid_content",
+        ),
+        (
+            b'{"threadId": "t", "runId": "r", "messages": [{"id": "1", "role": "user", '
+            b'"content": "x"}], "state": ' + b'{"a": ' * 600 + b"1" + b"}" * 600 + b"}",
+            400,
+            "invalid_state",
+        ),
+        (
+            b'{"threadId": "t", "runId": "r", "messages": [' + b"[" * 5000 + b"]" * 5000 + b"]}",
+            400,
+            "invalid_json",
+        ),
     ],
 )
 def test_bad_requests_are_4xx_run_errors(
@@ -316,6 +344,29 @@ def test_bad_requests_are_4xx_run_errors(
     answer = post(server.url, body)
     assert answer.status == status and answer.error is not None
     assert answer.error.code == code and answer.error.message
+
+
+def test_a_body_not_declared_json_is_415(server: Running) -> None:
+    answer = post(server.url, _bad(), headers={"content-type": "text/plain"})
+    assert answer.status == 415 and answer.error is not None
+    assert answer.error.code == "unsupported_media_type"
+
+
+def tangle(ctx: RunContext[Any]) -> str:
+    """Ties the state into a loop."""
+    ctx.deps["self"] = ctx.deps
+    return "tangled"
+
+
+def test_a_state_a_tool_left_unwritable_ends_in_run_error_not_a_cut_stream() -> None:
+    agent = OpenaiToolCallingAgent("You tangle.", [tangle])
+    agent.with_llm(S([S.tool_call("tangle", {}), "Done."]))
+    with serving(app(agent)) as running:
+        answer = post(running.url, run_input("s", user("go"), state={"n": 1}))
+        assert answer.status == 200
+        assert answer.types()[-1] == "RUN_ERROR"
+        assert answer.of(RunErrorEvent)[0].code == "run_failed"
+        assert ask(running, "s2", "still serving").status == 200
 
 
 def test_a_body_past_the_limit_is_413() -> None:

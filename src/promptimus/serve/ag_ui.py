@@ -311,28 +311,46 @@ def ag_ui_routes(served: Served) -> list[Route]:
             return
         finally:
             await events.aclose()
-        for translated in translation.close():
-            yield out(translated)
+        try:
+            last, waiting = finish(translation, run, given, start, final, paused)
+            chunks = [out(event) for event in [*translation.close(), *last]]  # encoded first
+            if waiting is not None:
+                paused_runs[key] = waiting
+        except Exception as exc:
+            log.error("the AG-UI run's last events could not be written", exc_info=exc)
+            refused = run_failure(exc)
+            chunks = [out(RunErrorEvent(message=refused.message, code=refused.code))]
+        for chunk in chunks:
+            yield chunk
+
+    def finish(
+        translation: Translation,
+        run: ServedRun,
+        given: RunInput,
+        start: _Start,
+        final: FinalResult[Any] | None,
+        paused: NeedsApproval | None,
+    ) -> tuple[list[BaseEvent], _Paused | None]:
+        """The run's last events (the pause or the answer, state, RUN_FINISHED), and what waits
+        for the client when the run paused."""
+        thread, run_id = given.thread_id, given.run_id
         if paused is not None:
             waiting = _interrupts(paused, {tool.name for tool in start.tools})
             waiting.tools = start.tools
-            paused_runs[key] = waiting
             outcome: RunFinishedOutcome
             if waiting.approvals:
                 interrupts = [_interrupt(paused.state, i) for i in waiting.approvals]
                 outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
             else:
                 outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=list(waiting.front))
-            yield out(
-                RunFinishedEvent(
-                    thread_id=thread, run_id=run_id, outcome=outcome, usage=_usage(run.usage)
-                )
+            usage = _usage(run.usage)
+            finished = RunFinishedEvent(
+                thread_id=thread, run_id=run_id, outcome=outcome, usage=usage
             )
-            return
+            return [finished], waiting
         if final is None:
             refused = run_failure(PromptimusError("the run ended without an answer"))
-            yield out(RunErrorEvent(message=refused.message, code=refused.code))
-            return
+            return [RunErrorEvent(message=refused.message, code=refused.code)], None
         answer = served_text(final.output)
         streamed = translation.streamed_text
         if not streamed:
@@ -341,18 +359,15 @@ def ag_ui_routes(served: Served) -> list[Route]:
             missing = answer[len(streamed) :]
         else:
             missing = ""
-        for translated in translation.answer(missing):
-            yield out(translated)
+        ending: list[BaseEvent] = list(translation.answer(missing))
         if given.given.state is not None:
             snapshot = to_jsonable_python(given.given.state, fallback=str)
-            yield out(StateSnapshotEvent(snapshot=snapshot))
+            ending.append(StateSnapshotEvent(snapshot=snapshot))
         result = None
         if not isinstance(final.output, str | Message):  # a structured answer, as JSON
             result = to_jsonable_python(final.output, fallback=str)
-        yield out(
-            RunFinishedEvent(
-                thread_id=thread, run_id=run_id, result=result, usage=_usage(run.usage)
-            )
-        )
+        usage = _usage(run.usage)
+        ending.append(RunFinishedEvent(thread_id=thread, run_id=run_id, result=result, usage=usage))
+        return ending, None
 
     return [Route("/ag-ui", run_ag_ui, methods=["POST"])]
