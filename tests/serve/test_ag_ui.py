@@ -34,6 +34,7 @@ from test_openai_compatible import Gate, echo_agent, wait_for
 
 from promptimus.agents.events import CompactionEvent
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.core.module import Module
 from promptimus.dto import Message, MessageRole, Usage
 from promptimus.guardrails import OutputGuardrail, Verdict
 from promptimus.llms.scripted import ScriptedLLM
@@ -387,3 +388,23 @@ def test_compaction_is_a_custom_event() -> None:
         "tokensAfter": 2000,
         "steps": ["clear_tool_results", "summarize"],
     }
+
+
+class Shout(Module):
+    """Not an agent: a module that answers text with text."""
+
+    async def forward(self, text: str) -> str:
+        return text.upper()
+
+
+def test_a_module_that_is_no_agent_answers_as_one_text_message() -> None:
+    with serving(app(Shout())) as running:
+        answer = ask(running, "p", "quiet please")
+    assert answer.types() == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    assert answer.text() == "QUIET PLEASE"

@@ -42,6 +42,15 @@ Approvals: a `resume` entry `{interruptId, status: "resolved", payload: true}` (
 `status: "cancelled"` denies it, and the model is told. Every waiting call needs an answer;
 a new message on a thread with calls waiting is 409 until they are answered.
 
+Front-end tools: the tools the request declares are offered to the model beside the module's
+own (`promptimus.serve.ag_ui_tools`). A call of one ends the run with `RUN_FINISHED` whose
+`success` outcome names it in `pendingToolCallIds`; the next request's tool message carries its
+result, and the paused run goes on (that result is not sent back as a `TOOL_CALL_RESULT`).
+
+A paused run waits in this process, with its thread (at most `MAX_PAUSED_RUNS`, the oldest
+forgotten first); a restarted server has forgotten it, and the thread goes on from its stored
+conversation.
+
 A request the server refuses before running (bad JSON, a body that is no `RunAgentInput`, an
 unknown role, a tool result for a call never made, too large, no token, no free run slot) is an
 HTTP 4xx or 503 whose JSON body is a `RUN_ERROR` event (`message`, `code`).
@@ -50,6 +59,7 @@ HTTP 4xx or 503 whose JSON body is a `RUN_ERROR` event (`message`, `code`).
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -93,6 +103,8 @@ __all__ = ["ag_ui_routes"]
 log = logging.getLogger("promptimus.serve")
 
 APPROVAL = "tool_approval"
+MAX_PAUSED_RUNS = 10_000
+"""Paused runs kept per server; past it the oldest is forgotten (its thread starts afresh)."""
 
 
 def error_response(refused: Refused) -> JSONResponse:
@@ -244,7 +256,7 @@ def _resumed(given: RunInput, paused: _Paused) -> _Start:
 
 
 def ag_ui_routes(served: Served) -> list[Route]:
-    paused_runs: dict[str, _Paused] = {}
+    paused_runs: OrderedDict[str, _Paused] = OrderedDict()
     encoder = EventEncoder()
 
     async def run_ag_ui(request: Request) -> Response:
@@ -316,6 +328,9 @@ def ag_ui_routes(served: Served) -> list[Route]:
             chunks = [out(event) for event in [*translation.close(), *last]]  # encoded first
             if waiting is not None:
                 paused_runs[key] = waiting
+                paused_runs.move_to_end(key)
+                while len(paused_runs) > MAX_PAUSED_RUNS:  # the oldest waits no more
+                    paused_runs.popitem(last=False)
         except Exception as exc:
             log.error("the AG-UI run's last events could not be written", exc_info=exc)
             refused = run_failure(exc)
