@@ -21,6 +21,7 @@ from ag_ui.core import (
 from ag_ui_client import post, run_input, user
 from serve_support import Running, serving
 
+from promptimus.agents import ToolCallingAgent
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.dto import Message
 from promptimus.llms.scripted import ScriptedLLM
@@ -150,3 +151,26 @@ def test_a_client_tool_the_model_cannot_have_is_400(
     assert answer.status == 400 and answer.error is not None
     assert answer.error.code in {"invalid_tools", "invalid_input"}
     assert llm.requests == []
+
+
+def test_a_text_protocol_agents_call_has_an_id_the_client_can_answer() -> None:
+    """A ReACT agent's calls carry no id: the call is sent as `call_<step>_<position>`, the
+    id the paused run knows it by, and the answer to that id reaches the model."""
+    llm = S(
+        [
+            'Thought: show it\nAction: show_chart\nAction Input: {"kind": "pie"}',
+            lambda history, kwargs: "Thought: done\nAnswer: saw " + history[-1].content,
+        ]
+    )
+    agent = ToolCallingAgent("You show charts.").with_llm(llm)
+    with serving(app(agent)) as running:
+        first = post(running.url, run_input("r", user("chart it"), tools=[CHART]))
+        (start,) = first.of(ToolCallStartEvent)
+        outcome = first.of(RunFinishedEvent)[0].outcome
+        assert isinstance(outcome, RunFinishedSuccessOutcome)
+        assert outcome.pending_tool_call_ids == [start.tool_call_id] == ["call_0_0"]
+        answer = result("call_0_0", "a pie chart")
+        second = post(running.url, run_input("r", CALLED, answer, tools=[CHART]))
+        assert second.status == 200, second.error
+        assert second.of(ToolCallResultEvent) == []
+        assert "a pie chart" in second.text()

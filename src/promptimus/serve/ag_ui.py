@@ -136,6 +136,20 @@ class _Start:
     results: dict[str, str] = field(default_factory=dict)
     tools: list[FrontEndTool] = field(default_factory=list)
 
+    def unnamed(self) -> list[tuple[str, str]]:
+        """The resumed run's calls that have no id (tool name, the id sent for each)."""
+        if self.resume is None:
+            return []
+        return [(c.name, c.approval_id) for c in self.resume.paused if c.call_id is None]
+
+    def unnamed_results(self) -> dict[str, list[str]]:
+        """The client's results of those calls, by tool name, in order."""
+        by_name: dict[str, list[str]] = {}
+        for name, call in self.unnamed():
+            if call in self.results:
+                by_name.setdefault(name, []).append(self.results[call])
+        return by_name
+
 
 def _usage(usage: Usage) -> list[TokenUsage] | None:
     if not usage.total_tokens:
@@ -275,7 +289,10 @@ def ag_ui_routes(served: Served) -> list[Route]:
         request_value: Any = given.new
         if not isinstance(served.module, BaseAgent):
             request_value = given.new[-1].content
-        with offering(served.module, start.tools), answering(start.results):
+        with (
+            offering(served.module, start.tools),
+            answering(start.results, start.unnamed_results()),
+        ):
             run = ServedRun(
                 served.module,
                 request_value,
@@ -300,7 +317,7 @@ def ag_ui_routes(served: Served) -> list[Route]:
             return encoder.encode(event)
 
         yield out(RunStartedEvent(thread_id=thread, run_id=run_id))
-        translation = Translation(answered=set(start.results))
+        translation = Translation(set(start.results), start.unnamed())
         final: FinalResult[Any] | None = None
         paused: NeedsApproval | None = None
         events = run.events(request)

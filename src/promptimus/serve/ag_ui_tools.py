@@ -15,6 +15,7 @@ import contextvars
 import json
 from collections.abc import Awaitable, Iterator, Mapping
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from ag_ui.core import Tool as DeclaredTool
@@ -26,15 +27,29 @@ from .refusal import Refused
 
 __all__ = ["FrontEndTool", "answering", "front_end_tools"]
 
-_answers: contextvars.ContextVar[Mapping[str, str] | None] = contextvars.ContextVar(
+_answers: contextvars.ContextVar[_Answers | None] = contextvars.ContextVar(
     "promptimus_ag_ui_answers", default=None
 )
 
 
+@dataclass
+class _Answers:
+    """The client's results by call id, and for calls without an id (a text-protocol agent's)
+    by tool name, in the order the calls were made."""
+
+    by_id: dict[str, str]
+    unnamed: dict[str, list[str]]
+
+
 @contextmanager
-def answering(results: Mapping[str, str]) -> Iterator[None]:
-    """The client's results (call id to content) for the runs started inside the block."""
-    token = _answers.set(dict(results))
+def answering(
+    results: Mapping[str, str], unnamed: Mapping[str, list[str]] | None = None
+) -> Iterator[None]:
+    """The client's results (call id to content; `unnamed`: tool name to the results of its
+    id-less calls, in order) for the runs started inside the block."""
+    token = _answers.set(
+        _Answers(dict(results), {name: list(v) for name, v in (unnamed or {}).items()})
+    )
     try:
         yield
     finally:
@@ -83,12 +98,16 @@ class FrontEndTool(Tool):
         return self._answer(ctx.tool_call_id if ctx is not None else None)
 
     async def _answer(self, call: str | None) -> str:
-        answers = _answers.get() or {}
-        if call is None or call not in answers:
-            raise ToolExecutionError(
-                f"The client has not sent the result of this call of {self.name!r}."
-            )
-        return answers[call]
+        answers = _answers.get()
+        if answers is not None:
+            if call is not None and call in answers.by_id:
+                return answers.by_id[call]
+            waiting = answers.unnamed.get(self.name)
+            if call is None and waiting:
+                return waiting.pop(0)
+        raise ToolExecutionError(
+            f"The client has not sent the result of this call of {self.name!r}."
+        )
 
     async def forward(self, *args: Any, **kwargs: Any) -> Any:
         raise ToolExecutionError(f"{self.name!r} is run by the AG-UI client, not here.")
