@@ -6,12 +6,14 @@ guardrails, a disconnect, and bad requests in the protocol's error shape."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from ag_ui.core import (
     CustomEvent,
@@ -27,7 +29,7 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from ag_ui_client import Answer, post, run_input, user
+from ag_ui_client import Answer, parse_sse, post, run_input, user
 from pydantic import BaseModel
 from serve_support import Running, serving
 from test_openai_compatible import Gate, echo_agent, wait_for
@@ -261,8 +263,6 @@ def test_a_disconnect_cancels_the_run_and_stores_nothing(store: SQLiteSessionSto
 
 
 async def _runs(running: Running) -> int:
-    import httpx
-
     async with httpx.AsyncClient() as client:
         return int((await client.get(f"{running.url}/healthz")).json()["runs"])
 
@@ -408,3 +408,31 @@ def test_a_module_that_is_no_agent_answers_as_one_text_message() -> None:
         "RUN_FINISHED",
     ]
     assert answer.text() == "QUIET PLEASE"
+
+
+def test_many_users_at_once_on_one_thread_id_never_cross(store: SQLiteSessionStore) -> None:
+    """Eight callers at once, two turns each, all naming the thread "same", on a real SQLite
+    file: each hears only its own turns."""
+    tokens = {f"token-of-user-{n}": f"user{n}" for n in range(8)}
+
+    async def talk(client: httpx.AsyncClient, token: str) -> str:
+        heard = ""
+        for turn in range(2):
+            reply = await client.post(
+                f"{running.url}/ag-ui",
+                json=run_input("same", user(f"{token} {turn}")),
+                headers={"authorization": f"Bearer {token}"},
+                timeout=60,
+            )
+            heard = "".join(
+                e.delta for e in parse_sse(reply.text) if isinstance(e, TextMessageContentEvent)
+            )
+        return heard
+
+    async def main() -> list[str]:
+        async with httpx.AsyncClient() as client:
+            return list(await asyncio.gather(*(talk(client, token) for token in tokens)))
+
+    with serving(app(echo_agent(), store=store, tokens=tokens)) as running:
+        heard = asyncio.run(main())
+    assert heard == [f"heard: {token} 0 | {token} 1" for token in tokens]
