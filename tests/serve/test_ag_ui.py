@@ -34,7 +34,7 @@ from pydantic import BaseModel
 from serve_support import Running, serving
 from test_openai_compatible import Gate, echo_agent, wait_for
 
-from promptimus.agents.events import CompactionEvent
+from promptimus.agents.events import CompactionEvent, SubAgentEvent, TextDelta
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.core.module import Module
 from promptimus.dto import Message, MessageRole, Usage
@@ -436,3 +436,21 @@ def test_many_users_at_once_on_one_thread_id_never_cross(store: SQLiteSessionSto
     with serving(app(echo_agent(), store=store, tokens=tokens)) as running:
         heard = asyncio.run(main())
     assert heard == [f"heard: {token} 0 | {token} 1" for token in tokens]
+
+
+def test_closing_a_run_closes_a_nested_run_left_open() -> None:
+    translation = Translation()
+    opened = list(
+        translation.events(SubAgentEvent("root.researcher", "c1", TextDelta("half", 0), 0))
+    )
+    assert [e.type.value for e in opened] == [
+        "SUBAGENT_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+    ]
+    closed = list(translation.close())
+    assert [e.type.value for e in closed] == ["TEXT_MESSAGE_END", "SUBAGENT_FINISHED"]
+    assert {getattr(e, "subagent_run_id", None) for e in [*opened, *closed]} == {
+        opened[0].subagent_run_id
+    }
+    assert list(translation.close()) == []
