@@ -39,10 +39,12 @@ from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.core.module import Module
 from promptimus.dto import Message, MessageRole, Usage
 from promptimus.guardrails import OutputGuardrail, Verdict
+from promptimus.llms import OpenAILike
 from promptimus.llms.scripted import ScriptedLLM
 from promptimus.serve import app
 from promptimus.serve.ag_ui_events import Translation
 from promptimus.sessions import SQLiteSessionStore
+from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.tools import RunContext, Tool
 
 S = ScriptedLLM
@@ -454,3 +456,24 @@ def test_closing_a_run_closes_a_nested_run_left_open() -> None:
         opened[0].subagent_run_id
     }
     assert list(translation.close()) == []
+
+
+def test_an_agent_on_the_fake_openai_server_streams_through_the_endpoint() -> None:
+    """The served agent's model is the real `openai` SDK talking to the fake OpenAI server."""
+    with FakeOpenAIServer() as fake:
+        fake.chat.script(
+            Reply(content="Let me read.", tool_calls=[ToolCall("crawl", {"pages": 1})]),
+            "I read one page.",
+        )
+        llm = OpenAILike("m", api_key=fake.api_key, base_url=fake.base_url, timeout=30.0)
+        agent = OpenaiToolCallingAgent("You read.", [crawl]).with_llm(llm)
+        with serving(app(agent)) as running:
+            answer = ask(running, "fake", "read a page")
+    types = answer.types()
+    assert types[0] == "RUN_STARTED" and types[-1] == "RUN_FINISHED"
+    assert answer.text() == "Let me read.I read one page."
+    (start,) = answer.of(ToolCallStartEvent)
+    (result,) = answer.of(ToolCallResultEvent)
+    assert start.tool_call_id == result.tool_call_id and result.content == "read 1"
+    first_message_end = types.index("TEXT_MESSAGE_END")
+    assert first_message_end < types.index("TOOL_CALL_START")
