@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -477,3 +478,20 @@ def test_an_agent_on_the_fake_openai_server_streams_through_the_endpoint() -> No
     assert start.tool_call_id == result.tool_call_id and result.content == "read 1"
     first_message_end = types.index("TEXT_MESSAGE_END")
     assert first_message_end < types.index("TOOL_CALL_START")
+
+
+def test_a_run_past_the_limit_gets_503_with_retry_after() -> None:
+    gate = Gate()
+    agent = OpenaiToolCallingAgent("You wait.").with_llm(S(gate.reply))
+    with serving(app(agent, max_concurrent_runs=1)) as running:
+        answers: list[Answer] = []
+        first = threading.Thread(target=lambda: answers.append(ask(running, "a", "first")))
+        first.start()
+        wait_for(lambda: gate.started == 1)
+        busy = ask(running, "b", "one too many")
+        assert busy.status == 503 and busy.headers["retry-after"] == "1"
+        assert busy.error is not None and busy.error.code == "server_busy"
+        gate.open.set()
+        first.join(60)
+        assert answers[0].text() == "heard: first"
+        assert ask(running, "b", "after").text() == "heard: after"
