@@ -20,7 +20,6 @@ from promptimus.errors import (
     InvalidArgument,
 )
 from promptimus.evals import BatchOptions, EvalReport, Example, evaluate, exact_match
-from promptimus.evals.runner import InProcessRunner
 from promptimus.llms import Anthropic, OpenAILike
 from promptimus.llms.batch_api import BatchStatus
 from promptimus.llms.scripted import ScriptedLLM
@@ -307,8 +306,18 @@ async def test_batch_takes_true_false_or_options_and_no_runner() -> None:
         await evaluate(module, dataset(1), exact_match, progress=False, batch="yes")  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="runner"):
         await evaluate(
-            module, dataset(1), exact_match, progress=False, batch=True, runner=InProcessRunner()
+            module, dataset(1), exact_match, progress=False, batch=True, runner=ElsewhereRunner()
         )
+
+
+class ElsewhereRunner:
+    """A runner that would run the examples somewhere else (as `RayRunner` does)."""
+
+    async def prepare(self, job: Any) -> None:
+        raise AssertionError("batch evaluation must refuse a runner before preparing it")
+
+    async def run(self, job: Any, on_row: Any) -> Any:
+        raise AssertionError("never run")
 
 
 def _total(batch: dict[str, Any]) -> int:

@@ -16,7 +16,7 @@ from .input_fit import check_inputs
 from .progress import open_progress
 from .report import EvalReport, EvalRow
 from .run_example import Metric
-from .runner import EvalJob, Runner, check_runner
+from .runner import EvalJob, InProcessRunner, Runner, check_runner
 
 __all__ = ["Metric", "evaluate"]
 
@@ -53,7 +53,7 @@ async def evaluate(
     answers runs round by round, one batch per round. A model without a batch API is
     `BatchUnsupported` before any request; a batch that expired or failed is raised
     (`BatchExpired`, `BatchFailed`) once the rows are in; a request that failed alone fails
-    its row (`BatchRequestFailed`). It runs in this process (no `runner`).
+    its row (`BatchRequestFailed`). It runs in this process (no other `runner`).
     """
     examples = example_list(dataset, "evaluate's dataset")
     if not examples:
@@ -64,7 +64,7 @@ async def evaluate(
         )
     concurrency = positive_int(concurrency, "concurrency")
     options = batch_options(batch)
-    if options is not None and runner is not None:
+    if options is not None and not isinstance(runner, InProcessRunner | None):
         raise InvalidArgument(
             "batch=True runs the examples in this process, gathering their model calls into "
             "batches: leave runner out, or evaluate without batch."

@@ -8,7 +8,7 @@ from typing import Any
 
 from ..core import Module
 from ..dto import Usage
-from ..evals import CallCounter, Runner, evaluate
+from ..evals import BatchOptions, CallCounter, Runner, evaluate
 from .budget import Budget
 
 
@@ -54,6 +54,8 @@ class CountedEvaluator:
         self.usage = usage or Usage()
         self._metric = metric
         self.on_calls: Callable[[int], None] | None = None
+        self.validation_batch: BatchOptions | None = None
+        """How validation sets are scored through batch APIs (None: directly)."""
 
     @property
     def calls(self) -> int:
@@ -82,7 +84,7 @@ class CountedEvaluator:
             total_tokens=getattr(usage, "total_tokens", 0) or 0,
         )
 
-    async def run(self, examples: Sequence[Any]) -> Evaluation:
+    async def run(self, examples: Sequence[Any], *, validation: bool = False) -> Evaluation:
         self.ensure(len(examples))
         if self.on_calls is not None:
             self.on_calls(len(examples))
@@ -95,6 +97,7 @@ class CountedEvaluator:
             progress=False,
             counter=self.counter,
             runner=self.runner,
+            batch=(validation and self.validation_batch) or False,
         )
         self.add_usage(report.usage)
         self.add_usage(report.metric_usage)  # an LLMJudge's tokens count against the limit too

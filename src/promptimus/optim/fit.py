@@ -13,6 +13,7 @@ from ..core import Module, Parameter
 from ..dto import Usage
 from ..dto.display import clip, html_table, plural
 from ..errors import BudgetTooSmall, EmptyTrainingData, InvalidArgument, OptimizationError
+from ..evals.batch_options import BatchOptions, batch_options
 from ..evals.example import example_list
 from ..evals.input_fit import check_inputs
 from ..evals.runner import Runner, check_runner
@@ -80,6 +81,7 @@ async def fit(
     progress: bool = True,
     concurrency: int = 8,
     runner: Runner | None = None,
+    batch_validation: bool | BatchOptions = False,
 ) -> TrainResult:
     """Improve `module`'s trainable parameters on `trainset`, judged by `metric` on `valset`
     (the train set when None). `budget` counts module calls made for evaluation, the baseline
@@ -87,7 +89,10 @@ async def fit(
     `history.jsonl` are written after the baseline and after every candidate; `resume=True`
     continues a run saved there. The module ends holding the best values found. `runner` says
     where evaluations run (see `evaluate`): the optimizer stays here, and the budget is counted
-    here, whatever the number of workers."""
+    here, whatever the number of workers. `batch_validation=True` (or `BatchOptions(...)`)
+    scores the validation set through the providers' batch APIs at half the price (see
+    `evaluate`'s `batch`); the training minibatches stay direct, since the optimizer waits on
+    them."""
     _check_optimizer(optimizer)
     runner = check_runner(runner)
     trainset = example_list(trainset, "fit's trainset")
@@ -117,13 +122,14 @@ async def fit(
     optimizer.attach(module)  # last check: NothingToTrain; FewShot adds its demos here
     params = optimizer.parameters()
     evaluator = CountedEvaluator(module, metric, budget, concurrency=concurrency, runner=runner)
+    evaluator.validation_batch = batch_options(batch_validation)
     state = TrainState(module, params, trainset, valset, evaluator, checkpoint_dir=folder)
     bar = _progress_bar(budget.calls) if progress else None
     if bar is not None:
         evaluator.on_calls = bar.update
     try:
         if not (resume and state.resume()):
-            baseline = await evaluator.run(valset)
+            baseline = await evaluator.run(valset, validation=True)
             state.start(baseline.scores)
         elif bar is not None:
             bar.update(evaluator.calls)

@@ -96,7 +96,7 @@ class TrainState:
         the validation set: they become a candidate, recorded with ``entry`` and the scores, and
         the best one if they beat it (else the reason is ``worse``, where ``{score}`` stands for
         their validation score). True when they did."""
-        val = await self.evaluator.run(self.valset)
+        val = await self.evaluator.run(self.valset, validation=True)
         cid = self.add_candidate(parent, path, value, val.scores)
         better = val.score > self.best_score
         self.record(
