@@ -333,3 +333,18 @@ def _chain(error: BaseException | None) -> Iterator[str]:
     while error is not None:
         yield f"{error!s} {error!r}"
         error = error.__cause__ or error.__context__
+
+
+async def test_a_request_error_that_quotes_the_key_is_shown_without_it(lane: Lane) -> None:
+    said = {"error": {"message": f"Incorrect API key provided: {SECRET}.", "type": "bad_key"}}
+    if lane.name == "anthropic":
+        said = {"type": "error", "error": said["error"]}
+    lane.server.chat.script(Fault.status(401, body=said), "echo: q1")
+    report = await evaluate(
+        Ask().with_llm(lane.llm), dataset(2), exact_match, progress=False, batch=Polls().options()
+    )
+    error = report.rows[0].error
+    assert error is not None and error.startswith("BatchRequestFailed:")
+    assert "Incorrect API key provided" in error
+    assert SECRET not in error
+    assert report.scores[1] == 1.0

@@ -23,7 +23,7 @@ from promptimus.errors import (
 from promptimus.llms.anthropic_format import reply_to_message
 from promptimus.llms.batch_api import BatchRequest, BatchStatus, BatchWaiting, wait_for_batch
 from promptimus.llms.server_said import said_by_server
-from promptimus.transport.secret_scrub import shown_url
+from promptimus.transport.secret_scrub import redact_secrets, shown_url
 
 __all__ = ["AnthropicBatchAPI"]
 
@@ -118,10 +118,11 @@ class AnthropicBatchAPI:
         error = getattr(result, "error", None)
         said = error.to_dict(mode="json") if error is not None else {"type": result.type}
         inner = said.get("error", said) if isinstance(said, dict) else said
-        return BatchRequestFailed(
+        text = (
             f"a request of the Anthropic batch {batch_id} ended {result.type}: "
             f"{said_by_server(inner)}"
         )
+        return BatchRequestFailed(redact_secrets(text, self._provider.secrets()))
 
 
 def _status(batch: Any) -> BatchStatus:

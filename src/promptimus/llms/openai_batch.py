@@ -24,7 +24,7 @@ from promptimus.errors import (
 from promptimus.llms.batch_api import BatchRequest, BatchStatus, BatchWaiting, wait_for_batch
 from promptimus.llms.openai_format import completion_to_message
 from promptimus.llms.server_said import said_by_server
-from promptimus.transport.secret_scrub import shown_url
+from promptimus.transport.secret_scrub import redact_secrets, shown_url
 
 __all__ = ["OpenAIBatchAPI"]
 
@@ -120,6 +120,7 @@ class OpenAIBatchAPI:
             said = "; ".join(
                 f"{p.code}: {p.message}" + (f" (line {p.line})" if p.line else "") for p in problems
             )
+            said = redact_secrets(said, self._provider.secrets())
             raise BatchFailed(f"{where} failed: {said or 'no reason given'}.")
         if batch.status == "cancelled":
             raise BatchFailed(f"{where} was cancelled before it finished.")
@@ -139,10 +140,13 @@ class OpenAIBatchAPI:
                 message.model_name = self._provider.model_name
             return message
         error = entry.get("error") or (body.get("error") if isinstance(body, dict) else body)
-        return BatchRequestFailed(
+        text = (
             f"a request of the OpenAI batch {batch_id} failed"
             + (f" with HTTP {status}" if isinstance(status, int) else "")
-            + f": {said_by_server(error)}",
+            + f": {said_by_server(error)}"
+        )
+        return BatchRequestFailed(
+            redact_secrets(text, self._provider.secrets()),  # a server may quote the key
             status=status if isinstance(status, int) else None,
         )
 
