@@ -109,14 +109,18 @@ class AnthropicBatchAPI:
             )
         if result.type == "succeeded":
             try:
-                message = reply_to_message(result.message.to_dict(mode="json"))
+                message = reply_to_message(result.message.to_dict(mode="json", warnings=False))
             except PromptimusError as exc:
                 return exc
             if message.model_name is None:
                 message.model_name = self._provider.model_name
             return message
         error = getattr(result, "error", None)
-        said = error.to_dict(mode="json") if error is not None else {"type": result.type}
+        said = (
+            error.to_dict(mode="json", warnings=False)
+            if error is not None
+            else {"type": result.type}
+        )
         inner = said.get("error", said) if isinstance(said, dict) else said
         text = (
             f"a request of the Anthropic batch {batch_id} ended {result.type}: "
