@@ -90,9 +90,7 @@ async def fit(
     continues a run saved there. The module ends holding the best values found. `runner` says
     where evaluations run (see `evaluate`): the optimizer stays here, and the budget is counted
     here, whatever the number of workers. `batch_validation=True` (or `BatchOptions(...)`)
-    scores the validation set through the providers' batch APIs at half the price (see
-    `evaluate`'s `batch`); the training minibatches stay direct, since the optimizer waits on
-    them."""
+    scores validation sets through the providers' batch APIs (see `evaluate`'s `batch`)."""
     _check_optimizer(optimizer)
     runner = check_runner(runner)
     trainset = example_list(trainset, "fit's trainset")
@@ -111,14 +109,7 @@ async def fit(
             f"{len(valset)} validation examples; raise it to at least {len(valset)} (and more "
             "to leave room for training)."
         )
-    folder = None if checkpoint_dir is None else _writable_folder(Path(checkpoint_dir))
-    if resume and folder is None:
-        raise InvalidArgument("fit(resume=True) needs the checkpoint_dir of the run to continue.")
-    if folder is not None and not resume and (folder / HISTORY).exists():
-        raise OptimizationError(
-            f"{folder} already holds a training run ({HISTORY}); pass resume=True to continue "
-            "it, or another checkpoint_dir to start afresh."
-        )
+    folder = _run_folder(checkpoint_dir, resume)
     optimizer.attach(module)  # last check: NothingToTrain; FewShot adds its demos here
     params = optimizer.parameters()
     evaluator = CountedEvaluator(module, metric, budget, concurrency=concurrency, runner=runner)
@@ -166,6 +157,19 @@ def _check_optimizer(optimizer: Any) -> None:
             f"fit's optimizer must be an optimizer such as Reflective(teacher=llm) or "
             f"FewShot(k=4), got {type(optimizer).__name__} (it has no {', '.join(missing)})."
         )
+
+
+def _run_folder(checkpoint_dir: str | os.PathLike[str] | None, resume: bool) -> Path | None:
+    """The run's folder (None without `checkpoint_dir`), once it is sure it can be used."""
+    folder = None if checkpoint_dir is None else _writable_folder(Path(checkpoint_dir))
+    if resume and folder is None:
+        raise InvalidArgument("fit(resume=True) needs the checkpoint_dir of the run to continue.")
+    if folder is not None and not resume and (folder / HISTORY).exists():
+        raise OptimizationError(
+            f"{folder} already holds a training run ({HISTORY}); pass resume=True to continue "
+            "it, or another checkpoint_dir to start afresh."
+        )
+    return folder
 
 
 def _writable_folder(folder: Path) -> Path:
