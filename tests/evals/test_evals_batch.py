@@ -4,6 +4,7 @@ needs its first answer, and expiry, failed batches and failed requests handled b
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ from promptimus.llms.scripted import ScriptedLLM
 from promptimus.testing import FakeAnthropicServer, FakeOpenAIServer, Fault
 
 SECRET = "sk-batch-secret-7f3a9c"
+BOUND = 60  # seconds; generous, so a regression fails instead of hanging
 PRICING = {"gpt-4o-mini": (0.15, 0.60), "claude-fake": (3.0, 15.0)}
 
 
@@ -348,3 +350,28 @@ async def test_a_request_error_that_quotes_the_key_is_shown_without_it(lane: Lan
     assert "Incorrect API key provided" in error
     assert SECRET not in error
     assert report.scores[1] == 1.0
+
+
+async def test_cancelling_the_evaluation_cancels_its_batch(lane: Lane) -> None:
+    lane.batches.polls_before_done = 1000
+    polling = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        polling.set()
+        await asyncio.Event().wait()  # until cancelled
+
+    running = asyncio.create_task(
+        evaluate(
+            Ask().with_llm(lane.llm),
+            dataset(3),
+            exact_match,
+            progress=False,
+            batch=BatchOptions(sleep=sleep),
+        )
+    )
+    await asyncio.wait_for(polling.wait(), BOUND)  # a guard against hanging, not a timing
+    running.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    (batch,) = lane.batches.batches.values()
+    assert batch.get("status", batch.get("processing_status")) in ("cancelling", "canceling")
