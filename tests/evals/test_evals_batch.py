@@ -375,3 +375,18 @@ async def test_cancelling_the_evaluation_cancels_its_batch(lane: Lane) -> None:
         await running
     (batch,) = lane.batches.batches.values()
     assert batch.get("status", batch.get("processing_status")) in ("cancelling", "canceling")
+
+
+async def test_a_judge_metric_calls_its_model_directly(lane: Lane) -> None:
+    from promptimus.evals import LLMJudge
+
+    judge_llm = ScriptedLLM(lambda history, kwargs: '{"score": 1, "feedback": "fine"}')
+    judge = LLMJudge().with_llm(judge_llm)  # no batch API: batched, it would be refused
+    report = await evaluate(
+        Ask().with_llm(lane.llm), dataset(3), judge, progress=False, batch=Polls().options()
+    )
+    assert report.errors == []
+    assert report.score == 1.0
+    assert len(judge_llm.requests) == 3
+    assert report.metric_usage.requests == 3
+    assert report.batch is not None and report.batch.requests == 3  # the module's calls only
