@@ -87,6 +87,7 @@ exception (in parentheses), so `except ValueError:` and friends keep catching th
     │   │   └── EmptyDataset · ExampleInputsMismatch (also TypeError)
     │   ├── MetricResultError (TypeError)
     │   ├── CallBudgetExceeded
+    │   ├── BatchError: BatchUnsupported · BatchExpired · BatchFailed · BatchRequestFailed
     │   └── RunnerError
     │       ├── NotPicklable
     │       │   └── ModuleNotPicklable
@@ -643,6 +644,34 @@ class MetricResultError(EvalError, TypeError):
 class CallBudgetExceeded(EvalError):
     """An evaluation would make more module calls than its `CallCounter` allows. Raised before
     any call of that evaluation is made."""
+
+
+class BatchError(EvalError):
+    """A batch evaluation (`evaluate(..., batch=True)`) could not be done through the
+    provider's batch API."""
+
+
+class BatchUnsupported(BatchError):
+    """A model the evaluated module uses has no batch API (only OpenAI's and Anthropic's are
+    supported). Raised before any request is sent."""
+
+
+class BatchExpired(BatchError):
+    """A batch was not finished within the provider's completion window (24 hours): the
+    evaluation has no complete result. Retry later, or with fewer examples."""
+
+
+class BatchFailed(BatchError):
+    """The provider failed, refused or cancelled a whole batch: no request of it was answered."""
+
+
+class BatchRequestFailed(BatchError):
+    """One request of a batch got an error instead of a reply: that example's row fails with
+    it, the other rows stand. `status` is the HTTP status the provider gave, if any."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class OptimizationError(PromptimusError):

@@ -11,10 +11,14 @@ feedback for optimizers. Built in: `exact_match`, `contains`, `f1`, `json_match`
 Optimizers evaluate subsets (any list of Examples), read `report.scores` in row order, and
 count module calls with a `CallCounter`. A `Runner` says where examples run: in this process
 (`InProcessRunner`, the default) or on a cluster (`promptimus.distributed.RayRunner`).
+`evaluate(..., batch=True)` sends the model calls through the providers' batch APIs at half
+the price (`BatchOptions`, `BatchSummary`).
 """
 
 from __future__ import annotations
 
+from .batch_options import BatchOptions
+from .batch_summary import BatchSummary
 from .call_counter import CallCounter
 from .dataset import DEFAULT_MAX_DATASET_BYTES, Dataset
 from .evaluate import Metric, evaluate
@@ -30,6 +34,8 @@ from .usage_collector import UsageTotals
 
 __all__ = [
     "DEFAULT_MAX_DATASET_BYTES",
+    "BatchOptions",
+    "BatchSummary",
     "CallCounter",
     "Dataset",
     "EvalJob",

@@ -7,13 +7,16 @@ from typing import Any
 
 from ..argument_checks import positive_int
 from ..errors import EmptyDataset, InvalidArgument
+from ..llms.batch_api import BatchStatus
+from .batch_options import BatchOptions, batch_options
+from .batch_rounds import BatchRounds, check_batchable
 from .call_counter import CallCounter
 from .example import Example, example_list
 from .input_fit import check_inputs
 from .progress import open_progress
 from .report import EvalReport, EvalRow
 from .run_example import Metric
-from .runner import EvalJob, Runner, check_runner
+from .runner import EvalJob, InProcessRunner, Runner, check_runner
 
 __all__ = ["Metric", "evaluate"]
 
@@ -27,6 +30,7 @@ async def evaluate(
     progress: bool = True,
     counter: CallCounter | None = None,
     runner: Runner | None = None,
+    batch: bool | BatchOptions = False,
 ) -> EvalReport:
     """Call `await module(**example.inputs)` for every example — at most `concurrency` at once,
     each in its own `Session` — score each output with `metric(example, output)` (sync or async,
@@ -40,6 +44,16 @@ async def evaluate(
     `progress` shows a tqdm bar on a terminal or in a notebook (see `promptimus.evals.progress`).
     `runner` says where the examples run: in this process (the default, `InProcessRunner`) or on
     workers (`promptimus.distributed.RayRunner`), with the same report either way.
+
+    `batch=True` (or `BatchOptions(...)`) sends the module's model calls through the
+    providers' batch APIs (OpenAI's Batch API, Anthropic's Message Batches API) at half the
+    price, and gives the same rows as the direct path, with `report.batch` saying how many
+    batches and rounds it took and what it cost (see `promptimus.evals.batch_rounds`). Every
+    example runs at once (`concurrency` does not apply): a module whose later calls need earlier
+    answers runs round by round, one batch per round. A model without a batch API is
+    `BatchUnsupported` before any request; a batch that expired or failed is raised
+    (`BatchExpired`, `BatchFailed`) once the rows are in; a request that failed alone fails
+    its row (`BatchRequestFailed`). It runs in this process (no other `runner`).
     """
     examples = example_list(dataset, "evaluate's dataset")
     if not examples:
@@ -49,8 +63,16 @@ async def evaluate(
             f"metric must be callable as metric(example, output), got {metric!r}."
         )
     concurrency = positive_int(concurrency, "concurrency")
+    options = batch_options(batch)
+    if options is not None and not isinstance(runner, InProcessRunner | None):
+        raise InvalidArgument(
+            "batch=True runs the examples in this process, gathering their model calls into "
+            "batches: leave runner out, or evaluate without batch."
+        )
     runner = check_runner(runner)
     check_inputs(module, examples, "evaluate's dataset")
+    if options is not None:
+        check_batchable(module)  # before anything is sent
     job = EvalJob(module, examples, metric, concurrency)
     if counter is not None:
         counter.check(len(examples))  # refuse before a runner starts anything
@@ -69,6 +91,30 @@ async def evaluate(
         bar.set_postfix_str(f"score={total / done:.3f}")
 
     try:
-        return await runner.run(job, on_row)
+        if options is None:
+            return await runner.run(job, on_row)
+        return await _run_batched(runner, job, options, on_row, bar)
     finally:
         bar.close()
+
+
+async def _run_batched(
+    runner: Runner,
+    job: EvalJob,
+    options: BatchOptions,
+    on_row: Callable[[EvalRow], None],
+    bar: Any,
+) -> EvalReport:
+    def on_status(status: BatchStatus) -> None:
+        bar.set_postfix_str(
+            f"{status.provider} batch {status.status}: {status.done}/{status.total}"
+        )
+
+    rounds = BatchRounds(options, len(job.examples), on_status)
+    batched = EvalJob(rounds.member(job.module), job.examples, job.metric, len(job.examples))
+    async with rounds.active():
+        report = await runner.run(batched, on_row)
+    if rounds.fatal is not None:
+        raise rounds.fatal
+    report.batch = rounds.summary
+    return report

@@ -10,6 +10,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from .batch_summary import BatchSummary
 from .example import Example
 from .output_text import output_text
 from .run_trace import RunTrace
@@ -87,12 +88,14 @@ def _inputs_cell(inputs: dict[str, Any]) -> str:
 class EvalReport:
     """The result of `evaluate`: `rows` in dataset order, `score` (their mean), `scores`,
     `usage` (the module's LLM requests and tokens), `metric_usage` (the metric's, e.g. an
-    LLMJudge), `errors` (rows whose module or metric raised). `repr` is its one-line summary,
+    LLMJudge), `errors` (rows whose module or metric raised), `batch` (a batch evaluation's
+    `BatchSummary`: batches, rounds, price; None otherwise). `repr` is its one-line summary,
     `str` (what `print` shows) adds a table of the first rows; notebooks show it as HTML."""
 
     def __init__(self, rows: list[EvalRow], metric_usage: UsageTotals | None = None) -> None:
         self.rows = rows
         self.metric_usage = metric_usage or UsageTotals()
+        self.batch: BatchSummary | None = None
 
     @property
     def scores(self) -> list[float]:
@@ -139,6 +142,8 @@ class EvalReport:
         if self.metric_usage.requests:
             text += f" (+ metric: {self.metric_usage.requests} requests, "
             text += f"{self.metric_usage.total_tokens} tokens)"
+        if self.batch is not None:
+            text += f"; {self.batch}"
         return text
 
     def _table(self) -> tuple[list[str], list[list[str]]]:

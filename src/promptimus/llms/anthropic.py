@@ -17,7 +17,7 @@ import inspect
 import json
 import logging
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from promptimus.argument_checks import positive_int
 from promptimus.dto import Message, MessageDelta
@@ -40,6 +40,9 @@ from promptimus.transport.openai_wire import response_body
 from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.retry import RetryPolicy
 from promptimus.transport.secret_scrub import shown_url
+
+if TYPE_CHECKING:
+    from promptimus.llms.anthropic_batch import AnthropicBatchAPI
 
 __all__ = ["Anthropic"]
 
@@ -211,6 +214,13 @@ class Anthropic(StreamChecks):
 
     def __repr__(self) -> str:
         return f"Anthropic(model={self.model_name!r}, base_url={shown_url(self.base_url)!r})"
+
+    def batch_api(self) -> AnthropicBatchAPI:
+        """This server's Message Batches API (`promptimus.llms.anthropic_batch`): what
+        ``evaluate(..., batch=True)`` sends the requests through, at half price."""
+        from promptimus.llms.anthropic_batch import AnthropicBatchAPI
+
+        return AnthropicBatchAPI(self)
 
     @property
     def _context(self) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from promptimus._compat_seam import compat_calls
 from promptimus.dto import Message, MessageDelta
@@ -35,6 +35,9 @@ from promptimus.transport.rate_limit import RateLimiter, Reservation
 from promptimus.transport.request_text import check_request_text
 from promptimus.transport.retry import RetryPolicy
 from promptimus.transport.secret_scrub import shown_url
+
+if TYPE_CHECKING:
+    from promptimus.llms.openai_batch import OpenAIBatchAPI
 
 log = logging.getLogger("promptimus.llms")
 
@@ -103,6 +106,13 @@ class OpenAILike(StreamChecks):
     def __repr__(self) -> str:
         shown = shown_url(self.base_url)
         return f"{type(self).__name__}(model_name={self.model_name!r}, base_url={shown!r})"
+
+    def batch_api(self) -> OpenAIBatchAPI:
+        """This server's Batch API (`promptimus.llms.openai_batch`): what
+        ``evaluate(..., batch=True)`` sends the requests through, at half price."""
+        from promptimus.llms.openai_batch import OpenAIBatchAPI
+
+        return OpenAIBatchAPI(self)
 
     # --- request plumbing ------------------------------------------------------------------
 

@@ -162,7 +162,9 @@ class RetrievalModule(Module):
             chunk = unique[start : start + step]
             texts = [docs[i] for i in chunk]
             async with provider_call("embedding", self, embedder, texts) as call:
-                embeddings = call.output = await embedder.aembed_batch(texts)
+                if call.output is None:  # else an observer answered it (a replay cassette)
+                    call.output = await embedder.aembed_batch(texts)
+                embeddings = call.output
             if len(embeddings) != len(texts):
                 raise ProviderResponseError(
                     f"The embedder {getattr(embedder, 'model_name', embedder)!r} returned "
@@ -228,8 +230,9 @@ class RetrievalModule(Module):
     async def _semantic(self, query: str, n: int, where: Where | None) -> list[SearchHit]:
         embedder = self.embedder
         async with provider_call("embedding", self, embedder, [query]) as call:
-            embedding = await embedder.aembed(query)
-            call.output = [embedding]
+            if call.output is None:  # else an observer answered it (a replay cassette)
+                call.output = [await embedder.aembed(query)]
+            (embedding,) = call.output
         return await self.vector_store.search(embedding, n, where)
 
 

@@ -10,7 +10,10 @@ request wraps it instead:
 
 Every registered observer's `on_start(call)` runs before the request is sent, then each
 observer's optional `before_send(call)`, which may raise to refuse the call (a budget does; the
-request is then not sent and every started observer sees the error), and `on_end(call)` after it
+request is then not sent and every started observer sees the error), then each observer's
+optional `async answer(call)`, which may answer the call itself by setting `call.output` (batch
+evaluation does: the request goes out in a batch instead; the caller then sends nothing, as
+when a replay cassette answered it in `before_send`), and `on_end(call)` after it
 finished or failed (`call.error`). A
 provider that learns the exact usage of its requests (`OpenAIEndpoint`) reports it with
 `report_usage`, which adds it to the call in progress in this context; otherwise the reply's
@@ -204,6 +207,10 @@ class _Scope:
                     before_send = getattr(observer, "before_send", None)
                     if before_send is not None:
                         before_send(self.call)
+                for observer in self.observers:
+                    answer = getattr(observer, "answer", None)
+                    if answer is not None and self.call.output is None:
+                        await answer(self.call)
             except BaseException as exc:
                 self.call.error = exc
                 self._end()

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..core import Module
 from ..dto import Usage
-from ..evals import CallCounter, Runner, evaluate
+from ..evals import BatchOptions, CallCounter, Runner, evaluate
 from .budget import Budget
 from .objective_set import ObjectiveSet
 
@@ -62,6 +62,8 @@ class CountedEvaluator:
         self.usage = usage or Usage()
         self._metric = metric
         self.on_calls: Callable[[int], None] | None = None
+        self.validation_batch: BatchOptions | None = None
+        """How validation sets are scored through batch APIs (None: directly)."""
 
     @property
     def calls(self) -> int:
@@ -90,9 +92,12 @@ class CountedEvaluator:
             total_tokens=getattr(usage, "total_tokens", 0) or 0,
         )
 
-    async def run(self, examples: Sequence[Any], *, module: Module | None = None) -> Evaluation:
+    async def run(
+        self, examples: Sequence[Any], *, module: Module | None = None, validation: bool = False
+    ) -> Evaluation:
         """Evaluate `examples` on the trained module (or `module`, a copy of it holding another
-        candidate's values). The calls are counted before the first one is made, so evaluations
+        candidate's values); `validation` runs go through the batch APIs when `validation_batch`
+        is set. The calls are counted before the first one is made, so evaluations
         run side by side never pass the budget together."""
         module = self.module if module is None else module
         self.ensure(len(examples))
@@ -111,6 +116,7 @@ class CountedEvaluator:
                 progress=False,
                 counter=self.counter,
                 runner=self.runner,
+                batch=(validation and self.validation_batch) or False,
             )
         before = self.usage
         self.add_usage(report.usage)

@@ -174,7 +174,7 @@ class FewShot:
         try:
             async with asyncio.TaskGroup() as runs:
                 tasks = [
-                    runs.create_task(evaluator.run(state.valset, module=module))
+                    runs.create_task(evaluator.run(state.valset, module=module, validation=True))
                     for module in copies
                 ]
         except BaseExceptionGroup as failed:  # the first error, as a serial run raises it

@@ -20,6 +20,7 @@ from ..errors import (
     NoCandidateFits,
     OptimizationError,
 )
+from ..evals.batch_options import BatchOptions, batch_options
 from ..evals.example import example_list
 from ..evals.input_fit import check_inputs
 from ..evals.runner import Runner, check_runner
@@ -127,6 +128,7 @@ async def fit(
     progress: bool = True,
     concurrency: int = 8,
     runner: Runner | None = None,
+    batch_validation: bool | BatchOptions = False,
 ) -> TrainResult:
     """Improve `module`'s trainable parameters on `trainset`, judged by `metric` on `valset`
     (the train set when None). `budget` counts module calls made for evaluation, the baseline
@@ -138,7 +140,9 @@ async def fit(
     the report, and so the run, is the same at any concurrency for a deterministic model.
     `objectives={"score": metric, "cost": Cost(PRICES)}` instead of `metric` gives
     `TrainResult.frontier`; `select=` (`Weighted`, `BestUnder`) is then the rule training keeps
-    the best by (else the best score, ties broken by the objectives in order)."""
+    the best by (else the best score, ties broken by the objectives in order).
+    `batch_validation=True` (or `BatchOptions(...)`) scores validation sets through the providers'
+    batch APIs (see `evaluate`'s `batch`)."""
     _check_optimizer(optimizer)
     runner = check_runner(runner)
     concurrency = positive_int(concurrency, "fit's concurrency")
@@ -151,12 +155,13 @@ async def fit(
             f"{len(valset)} validation examples; raise it to at least {len(valset)} (and more "
             "to leave room for training)."
         )
-    folder = _checkpoint_folder(checkpoint_dir, resume)
+    folder = _run_folder(checkpoint_dir, resume)
     optimizer.attach(module)  # last check: NothingToTrain; FewShot adds its demos here
     params = optimizer.parameters()
     evaluator = CountedEvaluator(
         module, metric, budget, concurrency=concurrency, runner=runner, objectives=declared
     )
+    evaluator.validation_batch = batch_options(batch_validation)
     state = TrainState(module, params, trainset, valset, evaluator, checkpoint_dir=folder)
     if declared is not None:
         state.directions = dict(declared.directions)
@@ -166,7 +171,7 @@ async def fit(
         evaluator.on_calls = bar.update
     try:
         if not (resume and state.resume()):
-            baseline = await evaluator.run(valset)
+            baseline = await evaluator.run(valset, validation=True)
             state.start(baseline.scores, await evaluator.objective_values(baseline))
         elif bar is not None:
             bar.update(evaluator.calls)
@@ -231,18 +236,6 @@ def _datasets(
     return train, val
 
 
-def _checkpoint_folder(checkpoint_dir: Any, resume: bool) -> Path | None:
-    folder = None if checkpoint_dir is None else _writable_folder(Path(checkpoint_dir))
-    if resume and folder is None:
-        raise InvalidArgument("fit(resume=True) needs the checkpoint_dir of the run to continue.")
-    if folder is not None and not resume and (folder / HISTORY).exists():
-        raise OptimizationError(
-            f"{folder} already holds a training run ({HISTORY}); pass resume=True to continue "
-            "it, or another checkpoint_dir to start afresh."
-        )
-    return folder
-
-
 def _check_optimizer(optimizer: Any) -> None:
     missing = [
         name
@@ -254,6 +247,19 @@ def _check_optimizer(optimizer: Any) -> None:
             f"fit's optimizer must be an optimizer such as Reflective(teacher=llm) or "
             f"FewShot(k=4), got {type(optimizer).__name__} (it has no {', '.join(missing)})."
         )
+
+
+def _run_folder(checkpoint_dir: str | os.PathLike[str] | None, resume: bool) -> Path | None:
+    """The run's folder (None without `checkpoint_dir`), once it is sure it can be used."""
+    folder = None if checkpoint_dir is None else _writable_folder(Path(checkpoint_dir))
+    if resume and folder is None:
+        raise InvalidArgument("fit(resume=True) needs the checkpoint_dir of the run to continue.")
+    if folder is not None and not resume and (folder / HISTORY).exists():
+        raise OptimizationError(
+            f"{folder} already holds a training run ({HISTORY}); pass resume=True to continue "
+            "it, or another checkpoint_dir to start afresh."
+        )
+    return folder
 
 
 def _writable_folder(folder: Path) -> Path:

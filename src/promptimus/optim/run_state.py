@@ -114,7 +114,7 @@ class TrainState:
         the best one if they beat it (else the reason is ``worse``, where ``{score}`` stands for
         their validation score). True when they did. ``measured``: their validation run, made
         already (on a copy of the module, beside other candidates')."""
-        val = measured or await self.evaluator.run(self.valset)
+        val = measured or await self.evaluator.run(self.valset, validation=True)
         values = await self.evaluator.objective_values(val)
         cid = self.add_candidate(parent, path, value, val.scores)
         better = self.beats_best(val.score, values)

@@ -29,7 +29,8 @@ retry_after=2)`` and ``Fault.status(529)`` send Anthropic error bodies (``rate_l
 after N events, ``Fault.stream_error(body)`` sends an ``error`` event. Server-wide:
 ``context_window=N`` answers a larger request with Anthropic's "prompt is too long" 400, and
 ``reject_output_format=True`` refuses structured outputs (``output_config.format``) with a 400,
-as a server without them does. Every request is recorded (``requests`` with headers,
+as a server without them does. ``batches`` serves the Message Batches API (see
+`promptimus.testing.fake_anthropic_batches`). Every request is recorded (``requests`` with headers,
 ``messages.requests`` with bodies).
 """
 
@@ -44,6 +45,8 @@ import json
 from typing import Any
 
 from promptimus.testing.background import SpawnedServer, serve_from_command_line, spawn_server
+from promptimus.testing.captured_answer import capture
+from promptimus.testing.fake_anthropic_batches import AnthropicBatches
 from promptimus.testing.fake_anthropic_script import (
     anthropic_error,
     build_blocks,
@@ -112,6 +115,9 @@ class FakeAnthropicServer(FakeOpenAIServer):
         self.pings = 0
         """Pings a stalled stream sent (see ``ping_every``)."""
         self._routes = {"/v1/messages": ("POST", self._messages)}
+        batches = AnthropicBatches(self._answer_batch_line, lambda: self.base_url)
+        self.batches = batches  # type: ignore[assignment]
+        """The Message Batches API (``/v1/messages/batches``): see `AnthropicBatches`."""
         self._signatures: set[str] = set()
         self._cached: set[str] = set()
         self._tool_ids = itertools.count(1)
@@ -187,6 +193,10 @@ class FakeAnthropicServer(FakeOpenAIServer):
             await _send(conn, 200, data)
             return
         await self._stream_events(conn, stream_events(reply, body, message_id, cache), fault)
+
+    async def _answer_batch_line(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """One request of a batch, answered as a live Messages request would be."""
+        return await capture(self._messages, body)
 
     async def _stream_events(
         self, conn: HttpConnection, events: list[dict[str, Any]], fault: Fault | None

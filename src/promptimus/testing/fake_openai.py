@@ -16,7 +16,8 @@ format).
 
 Endpoints: ``POST /v1/chat/completions`` (JSON or SSE), ``POST /v1/embeddings``, ``GET /v1/models``,
 ``POST /v1/rerank``, ``POST /v1/responses`` (OpenAI's Responses API, JSON or SSE: see
-`promptimus.testing.fake_openai_responses`). With nothing scripted, chat answers
+`promptimus.testing.fake_openai_responses`), and the Batch API's ``/v1/files`` and
+``/v1/batches`` (see `promptimus.testing.fake_openai_batches`). With nothing scripted, chat answers
 ``"echo: <last user message>"``, embeddings are hashed lexical vectors
 (`promptimus.embedders.hashing`) and rerank scores by word overlap.
 
@@ -45,6 +46,8 @@ from promptimus.testing.background import (
     serve_from_command_line,
     spawn_server,
 )
+from promptimus.testing.captured_answer import capture
+from promptimus.testing.fake_openai_batches import OpenAIBatches
 from promptimus.testing.fake_openai_responses import ResponsesRoute
 from promptimus.testing.http import HttpConnection, HttpRequest, HttpServer
 from promptimus.testing.malformed import (
@@ -124,6 +127,8 @@ class FakeOpenAIServer(BackgroundServer):
         self.embeddings = Route("embeddings")
         self.rerank = Route("rerank")
         self.responses = ResponsesRoute()
+        self.batches = OpenAIBatches(self._answer_batch_line)
+        """The Batch API (``/v1/files``, ``/v1/batches``): see `OpenAIBatches`."""
         self.requests: list[RecordedRequest] = []
         self.in_flight = 0
         self.max_in_flight = 0
@@ -190,6 +195,7 @@ class FakeOpenAIServer(BackgroundServer):
         self.max_in_flight = self.in_flight
         for route in (self.chat, self.embeddings, self.rerank, self.responses):
             route.clear()
+        self.batches.clear()
 
     @property
     def models(self) -> list[str]:
@@ -237,6 +243,9 @@ class FakeOpenAIServer(BackgroundServer):
             await _send_error(conn, 401, "fake server: missing or wrong API key")
             return
         path = request.path.rstrip("/")
+        if self.batches.handles(path):
+            await self.batches.serve(request, conn)
+            return
         route = self._routes.get(path)
         if route is None and path.startswith("/v1/models/"):
             await self._get_model(conn, path.removeprefix("/v1/models/"))
@@ -447,6 +456,10 @@ class FakeOpenAIServer(BackgroundServer):
             self.dripped[index] += 1
 
         return sent
+
+    async def _answer_batch_line(self, body: dict[str, Any]) -> tuple[int, Any]:
+        """One line of a batch, answered as a live chat request would be."""
+        return await capture(self._chat, body)
 
     def _next_call_id(self) -> str:
         return f"call_{next(self._call_ids)}"

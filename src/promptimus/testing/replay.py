@@ -14,8 +14,10 @@
   sent, so a strict run needs no server, no network and no key.
 
 The cassette watches the one seam every model call of a module passes through, the provider
-call (`promptimus.observe.provider_calls`): OpenAI-compatible servers, Anthropic and Gemini
-alike, plain calls and streams (a replayed stream hands out the recorded reply's deltas). A
+call (`promptimus.observe.provider_calls`): OpenAI-compatible servers (chat completions and the
+Responses API), Anthropic and Gemini alike, plain calls and streams (a replayed stream hands out
+the recorded reply's deltas), and the embedding calls of retrieval modules (their texts are the
+request, their vectors the reply). A
 request is keyed as the response cache keys it (`promptimus.llms.cache_key`: the provider's
 class, model and address, the options, the messages), and stored normalised as readable JSON
 beside its key, so a changed cassette reads well in a review. A reply is stored as the provider
@@ -33,7 +35,9 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import sys
 import threading
+import types
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Literal, get_args
@@ -59,6 +63,7 @@ _SECRET_NAMES = frozenset(
     | {"access_token", "auth_token", "client_secret", "headers", "extra_headers"}
 )
 _STATE = "promptimus.testing.replay"  # this cassette's key in a call's `state`
+_KINDS = frozenset({"llm", "embedding"})  # the calls a cassette records and answers
 
 
 def replay(path: str | Path, mode: ReplayMode = "replay") -> Cassette:
@@ -141,7 +146,7 @@ class Cassette:
     # --- the provider-call observer ------------------------------------------------------------
 
     def on_start(self, call: ProviderCall) -> None:
-        if call.kind != "llm":
+        if call.kind not in _KINDS:
             return
         request = normalised_request(call)
         call.state[_STATE] = (self, request, request_digest(request))
@@ -157,15 +162,7 @@ class Cassette:
             with self._lock:
                 entry = self._entries.get(key)
             if entry is not None:
-                try:
-                    reply = Message.model_validate(entry["reply"])
-                except (KeyError, ValidationError) as exc:
-                    raise CassetteError(
-                        f"the cassette {self.path} holds a reply that is not a message ({exc}): "
-                        'record it again with mode="record"'
-                    ) from exc
-                reply.usage = Usage(cache_hit=True)
-                call.output = reply
+                call.output = self._recorded_reply(call.kind, entry)
                 call.state[_STATE] = (self, request, None)  # answered here: nothing to record
                 self.hits += 1
                 return
@@ -173,15 +170,36 @@ class Cassette:
             raise self._mismatch(request)
         self.misses += 1
 
+    def _recorded_reply(self, kind: str, entry: dict[str, Any]) -> Any:
+        """The reply ``entry`` holds: a `Message` (its usage a cache hit: no token was spent
+        now), or an embedding call's vectors."""
+        try:
+            if kind == "embedding":
+                vectors = entry["reply"]["embeddings"]
+                if not isinstance(vectors, list) or not all(_is_vector(v) for v in vectors):
+                    raise ValueError("the embeddings are not lists of numbers")
+                return [[float(x) for x in vector] for vector in vectors]
+            reply = Message.model_validate(entry["reply"])
+        except (KeyError, TypeError, ValueError, ValidationError) as exc:
+            raise CassetteError(
+                f"the cassette {self.path} holds a reply that is not a {kind} reply ({exc}): "
+                'record it again with mode="record"'
+            ) from exc
+        reply.usage = Usage(cache_hit=True)
+        return reply
+
     def on_end(self, call: ProviderCall) -> None:
         mine = call.state.get(_STATE)
         if mine is None or mine[0] is not self or mine[2] is None or call.error is not None:
             return  # not a model call, answered from this file, or failed: nothing to record
         reply = call.output
-        if not isinstance(reply, Message):
+        if call.kind == "embedding" and isinstance(reply, list):
+            stored: dict[str, Any] = {"embeddings": [list(vector) for vector in reply]}
+        elif isinstance(reply, Message):
+            stored = reply.model_dump(mode="json", exclude_defaults=True)
+        else:
             return
         _, request, key = mine
-        stored = reply.model_dump(mode="json", exclude_defaults=True)
         with self._lock:
             self._entries[key] = {"key": key, "request": request, "reply": stored}
             self._changed = True
@@ -215,8 +233,16 @@ class Cassette:
 
 def normalised_request(call: ProviderCall) -> dict[str, Any]:
     """What identifies a model request, as readable JSON without secrets: the provider, the
-    options it is sent with and the messages (reply metadata left out)."""
+    options it is sent with and the messages (reply metadata left out); for an embedding call,
+    the provider and the texts."""
     provider = call.provider
+    if call.kind == "embedding":
+        return {
+            "version": KEY_VERSION,
+            "kind": "embedding",
+            "provider": _scrub(_json(provider_identity(provider))),
+            "texts": [str(text) for text in call.inputs],
+        }
     options = request_options(provider, dict(call.params))
     messages = [
         message.model_dump(
@@ -282,5 +308,23 @@ def _without_password(url: str) -> str:
     return urlunsplit(parts._replace(netloc=netloc))
 
 
+def _is_vector(value: Any) -> bool:
+    return isinstance(value, list) and all(
+        isinstance(x, int | float) and not isinstance(x, bool) for x in value
+    )
+
+
 def _lines(request: Any) -> list[str]:
     return json.dumps(request, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+class _CallableModule(types.ModuleType):
+    """This module, callable as `replay`: importing ``promptimus.testing.replay`` makes the
+    package's ``replay`` attribute this module, and ``from promptimus.testing import replay``
+    must still give something that records and replays."""
+
+    def __call__(self, path: str | Path, mode: ReplayMode = "replay") -> Cassette:
+        return replay(path, mode)
+
+
+sys.modules[__name__].__class__ = _CallableModule
