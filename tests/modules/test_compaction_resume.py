@@ -48,7 +48,9 @@ def agent(srv: FakeOpenAIServer, trigger: int) -> OpenaiToolCallingAgent:
     )
     compactor = Compactor(Summarize(), trigger_tokens=trigger, keep_last=1)
     tools = [Tool(lookup, requires_approval=True)]
-    looker = OpenaiToolCallingAgent("You look things up.", tools, 10_000, compactor=compactor)
+    looker = OpenaiToolCallingAgent(
+        "You look things up.", tools, memory_size=10_000, compactor=compactor
+    )
     return looker.with_llm(llm)
 
 
