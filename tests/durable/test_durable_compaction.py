@@ -143,3 +143,28 @@ async def test_a_run_killed_after_its_compaction_does_not_summarize_again(
         assert len(await store.load_turns("ann")) == 2  # the seed, then the run's one turn
     finally:
         await store.aclose()
+
+
+async def test_a_durable_run_paused_for_approval_keeps_its_compaction_once_approved(
+    tmp_path: Path, dbos_db: Path, srv: FakeOpenAIServer
+) -> None:
+    log, sessions = tmp_path / "tools.log", tmp_path / "sessions.db"
+    await seed(sessions, log, srv.base_url)
+    store = SQLiteSessionStore(sessions)
+    configure(dbos_db)
+    agent = build_agent(srv.base_url, log, charge_once=False, approve_charge=True, compact=True)
+    durable = DurableAgent(agent, name="refunds", poll_interval=0.02, store=store)
+    DBOS.launch()
+    try:
+        paused = await durable.run(REQUEST, workflow_id=WORKFLOW_ID, session_id="ann")
+        assert paused.status == "needs_approval"
+        assert summary_requests(srv) == 1
+        await durable.approve(WORKFLOW_ID, paused.pending[0].id, True)
+        result = await durable.result(WORKFLOW_ID)
+
+        assert result.output.content == ANSWER
+        assert summary_requests(srv) == 1  # the resumed run goes on from the same summary
+        assert len(result.record.compactions) == 1
+        assert_compacted(await stored(store, agent))
+    finally:
+        await store.aclose()
