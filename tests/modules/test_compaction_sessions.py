@@ -37,7 +37,9 @@ def worker(srv: FakeOpenAIServer) -> OpenaiToolCallingAgent:
         base_url=srv.base_url,
         retry=RetryPolicy(max_retries=0),
     )
-    agent = OpenaiToolCallingAgent("You look things up.", [lookup], 10_000, compactor=compactor)
+    agent = OpenaiToolCallingAgent(
+        "You look things up.", [lookup], memory_size=10_000, compactor=compactor
+    )
     return agent.with_llm(llm)
 
 

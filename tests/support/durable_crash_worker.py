@@ -14,6 +14,10 @@ Each tool appends its name to `--log`. At the point named by `--stop-at` the pro
 - `appended:turn`: the run's turn is in the session store, its commit step not recorded yet.
 
 With `--stop-at none` the run completes and the process prints the final answer.
+- `after:compact:<k>`: the k-th compaction step was recorded.
+
+`--compact` gives the agent a compactor that summarizes every turn but the run's own (a
+conversation read from `--sessions` with earlier turns is compacted before the first request).
 `--charge-once` marks `charge` `idempotent=False`, `--approve-charge` makes it require approval
 (the process prints `status needs_approval` and exits); `--wait` waits for the run instead of
 starting it (the process that recovers it). `--sessions FILE` gives the durable agent an
@@ -48,6 +52,7 @@ from promptimus.dto import Message
 from promptimus.durable import DurableAgent, DurableExecutor
 from promptimus.guardrails import InputGuardrail, OutputGuardrail, ToolGuardrail, Verdict
 from promptimus.llms import OpenAILike
+from promptimus.modules import Compactor, Summarize
 from promptimus.protocols.session_store import StoredTurn
 from promptimus.sessions import SQLiteSessionStore
 from promptimus.testing import Reply, ToolCall
@@ -59,9 +64,19 @@ WORKFLOW_ID = "ticket-42"
 REQUEST = "Refund order 42"
 
 
+SUMMARY = "Summary: the customer asked about orders 1 to 4."
+
+
 def respond(body: dict[str, Any]) -> Reply:
-    """The deterministic model: call the tools in turn, then answer with what they returned."""
-    results = [m.get("content") or "" for m in body["messages"] if m["role"] == "tool"]
+    """The deterministic model: call the tools in turn, then answer with what they returned
+    (the results after the run's request: a stored conversation's earlier turns come before
+    it). A request without tools is a compaction's summary request."""
+    if "tools" not in body:
+        return Reply(content=SUMMARY)
+    messages = body["messages"]
+    starts = [i for i, m in enumerate(messages) if str(m.get("content")).startswith(REQUEST)]
+    run = messages[starts[-1] :] if starts else messages
+    results = [m.get("content") or "" for m in run if m["role"] == "tool"]
     if len(results) < len(TOOLS):
         n = len(results)
         return Reply(tool_calls=[ToolCall(TOOLS[n], {"order": 42}, id=f"call_{n + 1}")])
@@ -109,6 +124,7 @@ def build_agent(
     approve_charge: bool = False,
     stop: Stop | None = None,
     guards: Path | None = None,
+    compact: bool = False,
 ) -> Any:
     """The agent of the run: the same in the worker and in the process that recovers it."""
 
@@ -146,6 +162,7 @@ def build_agent(
         tools,
         max_steps=6,
         guardrails=None if guards is None else guardrails(guards),
+        compactor=Compactor(Summarize(), trigger_messages=2, keep_last=1) if compact else None,
     ).with_llm(llm)
     if stop is not None:
         agent.executor = _Stopping(_StoppingInside(stop), stop)
@@ -231,6 +248,11 @@ class _Stopping(DurableExecutor):
         self._after("tool")
         return entry
 
+    async def compact(self, compactor: Any, messages: Any, llm: Any, frozen_from: int) -> Any:
+        done = await super().compact(compactor, messages, llm, frozen_from)
+        self._after("compact")
+        return done
+
     async def commit(self, memory: Any, messages: list[Message]) -> None:
         await super().commit(memory, messages)
         self._after("commit")
@@ -266,6 +288,7 @@ async def main(args: argparse.Namespace) -> None:
         approve_charge=args.approve_charge,
         stop=stop,
         guards=args.guards,
+        compact=args.compact,
     )
     DBOS(config=dbos_config(args.db))  # type: ignore[arg-type]
     durable = DurableAgent(agent, name="refunds", poll_interval=0.02, store=store)
@@ -347,6 +370,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--wait", action="store_true", help="wait for the run instead of starting")
     parser.add_argument("--sessions", type=Path, help="a SQLite file of the session store")
     parser.add_argument("--guards", type=Path, help="guardrails that note their calls here")
+    parser.add_argument("--compact", action="store_true", help="the agent compacts its history")
     return parser
 
 

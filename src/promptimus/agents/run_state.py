@@ -113,6 +113,12 @@ class RunState:
     retries: int = 0
     rejected: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    history: int = 0
+    """How many messages at the start of `conversation` are the history the run started from
+    (compacted, if compaction changed it): what compaction may still change when it resumes."""
+    compacted_from: list[Message] | None = None
+    """The history the run started from, when compaction changed it before the pause: the
+    memory gets the compacted history in its place when the resumed run succeeds."""
 
     @classmethod
     def new(cls, agent: Owner, **fields: Any) -> RunState:
@@ -185,7 +191,10 @@ class RunState:
             "keep": [_dump(m) for m in self.keep],
             "record": self.record.to_dict(),
             "paused": [dataclasses.asdict(call) for call in self.paused],
+            "history": self.history,
         }
+        if self.compacted_from is not None:
+            data["compacted_from"] = [_dump(m) for m in self.compacted_from]
         return json.dumps(data, ensure_ascii=False)
 
     @classmethod
@@ -215,6 +224,8 @@ class RunState:
                 retries=data.get("retries", 0),
                 rejected=list(data.get("rejected", [])),
                 errors=list(data.get("errors", [])),
+                history=data.get("history", 0),
+                compacted_from=_messages(data.get("compacted_from")),
             )
         except (ValueError, ValidationError) as exc:
             problem = str(exc) if isinstance(exc, StateFormatError) else _describe(exc)
@@ -236,6 +247,10 @@ def denial_text(name: str, decision: Approval) -> str:
     if isinstance(decision, str) and decision.strip():
         text += f" Reason: {decision.strip()}"
     return text
+
+
+def _messages(data: list[Any] | None) -> list[Message] | None:
+    return None if data is None else [Message.model_validate(m) for m in data]
 
 
 def _dump(message: Message) -> dict[str, Any]:

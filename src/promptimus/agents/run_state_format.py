@@ -70,11 +70,20 @@ class GuardrailData(TypedDict):
     tool_call_id: NotRequired[str | None]
 
 
+class CompactionData(TypedDict):
+    step: Count
+    tokens_before: Count
+    tokens_after: Count
+    steps: list[str]
+    usage: UsageData
+
+
 class RecordData(TypedDict):
     output: NotRequired[Any]
     usage: NotRequired[UsageData]
     steps: NotRequired[list[StepData]]
     guardrails: NotRequired[list[GuardrailData]]  # the verdicts before the pause
+    compactions: NotRequired[list[CompactionData]]  # those before the pause
 
 
 class PausedCallData(TypedDict):
@@ -101,6 +110,8 @@ class StateData(TypedDict):
     keep: list[MessageData]
     record: RecordData
     paused: list[PausedCallData]
+    history: NotRequired[Count]
+    compacted_from: NotRequired[list[MessageData]]
 
 
 class StateFormatError(ValueError):

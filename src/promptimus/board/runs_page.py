@@ -1,6 +1,6 @@
 """The Runs pages: the list of recorded runs (filter by status, search the request and answer)
-and one run: its span tree as a waterfall, the model calls' messages, the tool calls and their
-results, and the error where it broke."""
+and one run: its span tree as a waterfall, the compactions of its conversation, the model calls'
+messages, the tool calls and their results, and the error where it broke."""
 
 from __future__ import annotations
 
@@ -151,7 +151,8 @@ def run_page(path: Path, run_id: str) -> str | None:
         facts += f"<h2>Blocked</h2><pre class='text blocked'>{esc(run['error'])}</pre>"
     elif run["error"]:
         facts += f"<h2>Error</h2><pre class='text err'>{esc(run['error'])}</pre>"
-    body = facts + "<h2>Spans</h2>" + _waterfall(run, spans) + _tool_calls(spans) + _calls(spans)
+    body = facts + "<h2>Spans</h2>" + _waterfall(run, spans) + _compactions(spans)
+    body += _tool_calls(spans) + _calls(spans)
     return page(_short(run["request"], 60) or str(run["name"]), "runs", body)
 
 
@@ -188,6 +189,38 @@ def _waterfall(run: dict[str, Any], spans: list[dict[str, Any]]) -> str:
             f"</div></div><span class=ms>{took:.0f} ms</span></div>"
         )
     return "<div class=waterfall>" + "".join(out) + "</div>"
+
+
+def _compactions(spans: list[dict[str, Any]]) -> str:
+    """A row per compaction of the run's conversation: a compactor's call returns what it did
+    (the steps, its size in tokens before and after, the summary's usage); None when it had
+    nothing to do."""
+    found = []
+    for span in spans:
+        try:
+            done = json.loads(span["output"]) if isinstance(span["output"], str) else None
+        except (ValueError, RecursionError):
+            continue
+        if not isinstance(done, dict) or not {"steps", "tokens_before", "tokens_after"} <= set(
+            done
+        ):
+            continue
+        steps, usage = done["steps"], done.get("usage")
+        named = ", ".join(map(str, steps)) if isinstance(steps, list) else str(steps)
+        spent = usage.get("total_tokens") if isinstance(usage, dict) else None
+        found.append(
+            [
+                esc(named),
+                count(done["tokens_before"]),
+                count(done["tokens_after"]),
+                count(spent),
+                f'<a href="#span-{esc(span["id"])}">{esc(span["name"])}</a>',
+            ]
+        )
+    if not found:
+        return ""
+    head = ["steps", "tokens before", "tokens after", "its own tokens", "call"]
+    return "<h2>Compactions</h2>" + table(head, found, empty="")
 
 
 def _tool_calls(spans: list[dict[str, Any]]) -> str:

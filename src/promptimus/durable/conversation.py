@@ -39,13 +39,23 @@ class RunConversation:
         async with self.session.turn():
             return await inner.history(self.memory())
 
-    async def append(self, inner: RunExecutor, messages: list[Message], *, again: bool) -> None:
+    async def append(
+        self,
+        inner: RunExecutor,
+        messages: list[Message],
+        *,
+        again: bool,
+        compacted: tuple[list[Message], list[Message]] | None = None,
+    ) -> None:
         """Append the run's `messages` as one turn; `again`: an earlier execution began this
-        append and stopped, so first look whether its turn is already there."""
+        append and stopped, so first look whether its turn is already there. `compacted`: the
+        history the run read and its compacted form, which replaces it in the same turn."""
         async with self.session.turn():
             memory = self.memory()
             if again and _holds(list(memory.data), messages):
                 return
+            if compacted is not None:
+                inner.keep_history(memory, *compacted)
             await inner.commit(memory, messages)
 
 

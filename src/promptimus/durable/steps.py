@@ -1,5 +1,5 @@
-"""`DurableExecutor`: the run's model requests, tool calls, guardrail checks, memory reads and
-commits as DBOS steps.
+"""`DurableExecutor`: the run's model requests, tool calls, guardrail checks, compactions, memory
+reads and commits as DBOS steps.
 
 Inside a durable run's workflow each of them is a step: DBOS records its result, and a run that
 a crash interrupted replays the recorded results instead of doing the work again — a finished
@@ -15,6 +15,11 @@ harmless for an idempotent tool; a tool marked `idempotent=False` (a payment, an
 run twice silently. So before such a call, a marker step records that it began; when a resumed
 run finds the marker but no result, the call's outcome is unknown, and `hold` pauses the run
 for a person's decision (`needs_approval`, with the reason) instead of running it again.
+
+A compaction of the conversation is a step too: the compacted conversation is recorded, so a
+recovered run goes on from the same compacted history without asking for its summary again.
+When the run names a stored conversation, its commit step also puts the compacted history in
+the store, with the run's turn, as one unit (every later run starts from it).
 
 The memory read and the commit are those of the run's own conversation: empty, or the stored
 conversation it names (`promptimus.durable.conversation`, which also keeps a resumed commit
@@ -48,6 +53,7 @@ from ..errors import DurableInputMismatch
 from ..guardrails.guardrail import Guardrail
 from ..guardrails.screen import GuardOutcome
 from ..guardrails.verdict import Verdict
+from ..modules.compaction import Compaction, Compactor
 from ..modules.memory import Memory
 from ..prompts.base_prompt import BasePrompt
 from ..tools.run_context import RunContext
@@ -65,6 +71,7 @@ HISTORY_STEP = "promptimus.history"
 COMMIT_STEP = "promptimus.commit"
 COMMIT_BEGUN_STEP = "promptimus.commit-begun"
 GUARDRAIL_STEP = "promptimus.guardrail"
+COMPACTION_STEP = "promptimus.compaction"
 
 OUTCOME_UNKNOWN = (
     "outcome unknown: the run stopped while this call was running and the tool is not "
@@ -79,10 +86,12 @@ class Execution:
     the step ids reserved for the non-idempotent calls `hold` saw, and the ids of the steps
     earlier executions recorded (read once, when first needed). `conversation`: the stored
     conversation the run continues (`promptimus.durable.conversation`), None for a run that
-    starts empty."""
+    starts empty. `compacted`: the history the run started from and what compaction made of
+    it, for the commit to put in the stored conversation."""
 
     workflow_id: str
     conversation: RunConversation | None = None
+    compacted: tuple[list[Message], list[Message]] | None = None
     reserved: dict[int, tuple[ToolInvocation, Any, Any]] = field(default_factory=dict)
     _recorded: set[int] | None = None
 
@@ -181,11 +190,30 @@ class DurableExecutor(RunExecutor):
         recorded = await step.run_async({"name": GUARDRAIL_STEP}, verdicts)
         return [_replayed_verdict(current, guards, verdict) for verdict in recorded]
 
+    async def compact(
+        self, compactor: Compactor, messages: list[Message], llm: Any, frozen_from: int
+    ) -> Compaction | None:
+        if execution() is None:
+            return await self.inner.compact(compactor, messages, llm, frozen_from)
+        return await DBOS.run_step_async(
+            {"name": COMPACTION_STEP},
+            _as_step_body,
+            lambda: self.inner.compact(compactor, messages, llm, frozen_from),
+        )
+
+    def keep_history(self, memory: Memory, old: list[Message], new: list[Message]) -> None:
+        current = execution()
+        if current is None or current.conversation is None:
+            self.inner.keep_history(memory, old, new)
+            return
+        current.compacted = (old, new)  # the commit step writes it to the store
+
     async def commit(self, memory: Memory, messages: list[Message]) -> None:
         current = execution()
         if current is None:
             return await self.inner.commit(memory, messages)
         conversation = current.conversation
+        compacted = current.compacted
         if conversation is None:  # the run's own memory, which no other run reads
             await DBOS.run_step_async(
                 {"name": COMMIT_STEP}, _as_step_body, lambda: self.inner.commit(memory, messages)
@@ -199,7 +227,9 @@ class DurableExecutor(RunExecutor):
             return len(messages)
 
         async def append() -> None:
-            await _as_step_body(lambda: conversation.append(self.inner, messages, again=again))
+            await _as_step_body(
+                lambda: conversation.append(self.inner, messages, again=again, compacted=compacted)
+            )
 
         await begun.run_async({"name": COMMIT_BEGUN_STEP}, begin)
         await done.run_async({"name": COMMIT_STEP}, append)

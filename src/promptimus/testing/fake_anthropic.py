@@ -44,6 +44,7 @@ import itertools
 import json
 from typing import Any
 
+from promptimus.testing.anthropic_context_edits import ContextEditError, apply_context_edits
 from promptimus.testing.background import SpawnedServer, serve_from_command_line, spawn_server
 from promptimus.testing.captured_answer import capture
 from promptimus.testing.fake_anthropic_batches import AnthropicBatches
@@ -158,8 +159,15 @@ class FakeAnthropicServer(FakeOpenAIServer):
         await super()._handle(request, conn)
 
     async def _messages(self, body: dict[str, Any], conn: HttpConnection) -> None:
+        edits: list[dict[str, Any]] = []
         try:
-            self._check(body)
+            read, edits = apply_context_edits(body)  # what the model reads, sized below
+            self._check(body, read)
+        except ContextEditError as exc:
+            if self.record:
+                self.messages._record(body)
+            await _send(conn, 400, anthropic_error("invalid_request_error", str(exc)))
+            return
         except _Rejected as exc:
             if self.record:
                 self.messages._record(body)
@@ -181,10 +189,12 @@ class FakeAnthropicServer(FakeOpenAIServer):
         reply = coerce_anthropic_reply(item)
         reply.blocks = build_blocks(reply, self._sign, self._next_tool_id)
         self._signatures.update(b["signature"] for b in reply.blocks if b["type"] == "thinking")
-        cache = self._cache_usage(body)
+        cache = self._cache_usage(read)  # the input the model read, after its edits
         message_id = f"msg_fake_{next(self._ids)}"
         if not streaming:
             data = message_body(reply, body, message_id, cache)
+            if "context_management" in body:
+                data["context_management"] = {"applied_edits": edits}
             if fault is not None and fault.kind == "drip":
                 raw = json.dumps(data).encode()
                 await conn.send_slowly(200, raw, fault.seconds, self._drip_counter())
@@ -192,7 +202,11 @@ class FakeAnthropicServer(FakeOpenAIServer):
                 return
             await _send(conn, 200, data)
             return
-        await self._stream_events(conn, stream_events(reply, body, message_id, cache), fault)
+        events = stream_events(reply, body, message_id, cache)
+        if "context_management" in body:
+            delta = next(e for e in events if e["type"] == "message_delta")
+            delta["context_management"] = {"applied_edits": edits}
+        await self._stream_events(conn, events, fault)
 
     async def _answer_batch_line(self, body: dict[str, Any]) -> tuple[int, Any]:
         """One request of a batch, answered as a live Messages request would be."""
@@ -245,7 +259,9 @@ class FakeAnthropicServer(FakeOpenAIServer):
 
     # --- what the real API checks -------------------------------------------------------------
 
-    def _check(self, body: dict[str, Any]) -> None:
+    def _check(self, body: dict[str, Any], read: dict[str, Any] | None = None) -> None:
+        """Refuse what the API refuses; the context window holds `read` (the request as the
+        model reads it, after its context edits)."""
         max_tokens = body.get("max_tokens")
         if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
             raise _Rejected("max_tokens: Field required")
@@ -270,7 +286,7 @@ class FakeAnthropicServer(FakeOpenAIServer):
             raise _Rejected("output_config.format: Extra inputs are not permitted")
         window = self.anthropic_context_window
         if window is not None:
-            total = sum(words for words, _, _ in _segments(body))
+            total = sum(words for words, _, _ in _segments(body if read is None else read))
             if total + max_tokens > window:
                 raise _Rejected(
                     f"prompt is too long: {total + max_tokens} tokens > {window} maximum"

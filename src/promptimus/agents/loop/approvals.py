@@ -170,6 +170,8 @@ def pause(run: ActiveRun, index: int, paused: list[PausedCall]) -> NeedsApproval
         retries=state.retries,
         rejected=list(state.rejected),
         errors=list(state.errors),
+        history=run.history_size,
+        compacted_from=run.compacted_from,
     )
     return NeedsApproval(saved.pending, saved, run.record)
 
@@ -179,6 +181,8 @@ async def resume_run(run: ActiveRun, plan: ResumePlan) -> None:
     the paused step (the approved calls run, the denied ones are answered)."""
     saved = plan.state
     run.conversation, run.keep, run.steps = list(saved.conversation), list(saved.keep), saved.steps
+    run.history_size = saved.history
+    run.compacted_from = None if saved.compacted_from is None else list(saved.compacted_from)
     state = run.state
     state.retries, state.rejected, state.errors = (
         saved.retries,
@@ -188,6 +192,7 @@ async def resume_run(run: ActiveRun, plan: ResumePlan) -> None:
     *earlier, last = saved.record.steps
     run.record.steps.extend([*earlier, dataclasses.replace(last)])
     run.record.guardrails.extend(saved.record.guardrails)  # the verdicts before the pause
+    run.record.compactions.extend(saved.record.compactions)
     records = await _finish_paused(run, plan)
     run.observe([ToolInvocation(r.id, r.name, r.arguments) for r in records], records)
     run.step_end(run.record.steps[-1])

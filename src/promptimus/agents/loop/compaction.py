@@ -11,7 +11,6 @@ next run starts from it and does not compact it again.
 from __future__ import annotations
 
 from ...dto.run_record import CompactionRecord
-from ...modules.memory import replace_history
 from ..events import CompactionEvent
 from .active_run import ActiveRun
 
@@ -26,7 +25,8 @@ async def compact_conversation(run: ActiveRun) -> None:
         return
     if not compactor.needed(run.conversation, run.llm):
         return
-    done = await compactor(run.conversation, run.llm, run.history_size)  # a span of its own
+    # a span of its own; a step of a durable run
+    done = await run.agent.executor.compact(compactor, run.conversation, run.llm, run.history_size)
     if done is None:
         return
     if run.compacted_from is None:
@@ -47,4 +47,5 @@ def keep_compacted_history(run: ActiveRun) -> None:
     """Before a successful run's commit: the memory's history, if the run compacted it, is
     replaced by its compacted form (left alone if another run changed the memory since)."""
     if run.compacted_from is not None:
-        replace_history(run.memory, run.compacted_from, run.conversation[: run.history_size])
+        compacted = run.conversation[: run.history_size]
+        run.agent.executor.keep_history(run.memory, run.compacted_from, compacted)

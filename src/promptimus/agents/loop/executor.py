@@ -1,6 +1,9 @@
 """`RunExecutor`: how a run carries out what it does to the world — one model request, one tool
 call, one guardrail check, one memory commit — and reads the memory a new run starts from.
 
+A compaction of the conversation (when the agent has a compactor) goes through it too, as one
+unit of work: its summary request is a model call the loop does not see.
+
 The loop never does these itself: it asks `agent.executor`. A wrapper that replaces the
 executor (`agent.executor = MyExecutor()`, a subclass overriding some of its methods and
 calling `super()` for the work) sees each of them through one seam, and may record, replay,
@@ -24,7 +27,8 @@ from ...dto.run_record import ToolCallRecord
 from ...errors import ToolError
 from ...guardrails.guardrail import Guardrail
 from ...guardrails.screen import GuardOutcome
-from ...modules.memory import Memory
+from ...modules.compaction import Compaction, Compactor
+from ...modules.memory import Memory, replace_history
 from ...prompts.base_prompt import BasePrompt
 from ...tools.run_context import RunContext
 from ...tools.tool import Tool
@@ -111,6 +115,20 @@ class RunExecutor:
         synchronously; the awaitable returned is then awaited for the outcomes. Asked only in
         runs of agents that have guardrails."""
         return check()
+
+    async def compact(
+        self, compactor: Compactor, messages: list[Message], llm: Any, frozen_from: int
+    ) -> Compaction | None:
+        """`messages` compacted by `compactor` (nothing from `frozen_from` on changes), or None
+        when it had nothing to do: a call of the compactor (its span, its summary request)."""
+        done: Compaction | None = await compactor(messages, llm, frozen_from)
+        return done
+
+    def keep_history(self, memory: Memory, old: list[Message], new: list[Message]) -> None:
+        """Before a successful run's `commit`: the history it started from (`old`, at the end
+        of `memory`) was compacted to `new`, which the memory keeps in its place (left alone if
+        the memory no longer ends with `old`)."""
+        replace_history(memory, old, new)
 
     async def commit(self, memory: Memory, messages: list[Message]) -> None:
         """Add a successful run's `messages` (request, tool loop, answer) to `memory`, in one
