@@ -19,6 +19,7 @@ from promptimus.agents.events import (
     ToolResultEvent,
 )
 from promptimus.agents.react_agent import ToolCallingAgent
+from promptimus.agents.run_record import capture_records
 from promptimus.dto.run_record import RunRecord
 from promptimus.llms import OpenAIResponses
 from promptimus.testing import FakeOpenAIServer, ResponsesReply, ToolCall
@@ -181,3 +182,26 @@ async def test_the_trace_shows_the_server_s_calls(srv: FakeOpenAIServer, exporte
     assert str(attributes["tool_call_id"]).startswith("ws_")
     assert attributes["status"] == "completed" and attributes["step"] == 0
     assert "oslo population" in str(attributes["arguments"])
+
+
+async def test_a_blocked_answer_shows_none_of_the_server_s_calls_but_records_them(
+    srv: FakeOpenAIServer,
+) -> None:
+    from promptimus.errors import GuardrailTripped
+    from promptimus.guardrails import OutputGuardrail, Verdict
+
+    def no_numbers(text: str) -> Verdict:
+        return Verdict.block("no figures") if any(c.isdigit() for c in text) else Verdict.allow()
+
+    srv.responses.script(ResponsesReply(hosted_calls=[SEARCH], content="About 709,000."))
+    guarded = OpenaiToolCallingAgent(
+        "Answer.", [HostedTool("web_search")], guardrails=[OutputGuardrail(no_numbers)]
+    ).with_llm(llm(srv))
+    events: list[AgentEvent] = []
+    with capture_records() as runs, pytest.raises(GuardrailTripped):
+        async for event in guarded.stream("How many people live in Oslo?"):
+            events.append(event)
+    assert tool_events(events) == []  # held with the answer, and the answer was blocked
+    assert "oslo population" not in repr(events)
+    (record,) = runs  # the record keeps what the server did
+    assert [(call.name, call.hosted) for call in record.tool_calls] == [("web_search", True)]
