@@ -9,6 +9,9 @@ a child process, so this process's CPU time is the client's. Measured, one call 
 - single call: a system message and one user message, the reply read as text. Raw:
   ``client.responses.create(model=..., input=[...], store=False)`` and ``response.output_text``.
   Ours: ``OpenAIResponses.achat``.
+- a streamed reply of 60 text deltas read to its end: ``responses.create(stream=True)``, its
+  events iterated and the ``response.output_text.delta`` texts joined, against
+  ``OpenAIResponses.astream``.
 - 3-step tool loop: a reasoning model (a reasoning item with its summary and encrypted content
   before each call) calls ``lookup`` twice, then answers. Raw: the loop written by hand on the
   SDK, as lean as it goes: ``store=False`` with ``include=["reasoning.encrypted_content"]``,
@@ -46,6 +49,7 @@ MODEL = "o-bench"
 KEY = "sk-fake"
 RAW = "raw openai SDK responses"
 TOOL_STEPS = 2
+STREAMED = " ".join(f"word{i}" for i in range(60))
 
 
 async def lookup(key: int) -> str:
@@ -57,7 +61,7 @@ def reply_for(body: dict[str, Any]) -> ResponsesReply | str:
     """The fake model: a reasoned call to the tool until the request holds TOOL_STEPS call
     outputs, then text; a request without tools gets "pong"."""
     if not body.get("tools"):
-        return "pong"
+        return STREAMED if body.get("stream") else "pong"
     done = sum(1 for item in body["input"] if item.get("type") == "function_call_output")
     if done < TOOL_STEPS:
         return ResponsesReply(
@@ -98,6 +102,13 @@ def variants(base_url: str) -> tuple[dict[str, Call], dict[str, Call], list[Any]
 
     async def our_call() -> object:
         return (await llm.achat(history)).content
+
+    async def raw_stream() -> object:
+        events = await raw.responses.create(model=MODEL, input=question, store=False, stream=True)  # type: ignore[arg-type]
+        return "".join([e.delta async for e in events if e.type == "response.output_text.delta"])
+
+    async def our_stream() -> object:
+        return "".join([d.content or "" async for d in llm.astream(history)])
 
     tool = Tool(lookup, name="lookup")
     spec = [
@@ -158,7 +169,12 @@ def variants(base_url: str) -> tuple[dict[str, Call], dict[str, Call], list[Any]
             return await agent.forward(QUESTION)
 
     return (
-        {RAW: raw_call, "OpenAIResponses.achat": our_call},
+        {
+            RAW: raw_call,
+            "OpenAIResponses.achat": our_call,
+            f"{RAW} stream": raw_stream,
+            "OpenAIResponses.astream": our_stream,
+        },
         {f"{RAW} loop": raw_loop, "agent on OpenAIResponses": agent_loop},
         [raw, llm],
     )
@@ -169,13 +185,18 @@ async def measure_async(base_url: str, calls: int, loops: int, rounds: int) -> d
     try:
         samples, cpu = await sample_rounds(single, calls, 1, rounds, 64)
         print_table(
-            f"Responses: single call, one at a time ({len(samples[RAW])} calls per variant, "
-            f"{rounds} rounds; CPU ratio to the {RAW})",
+            f"Responses: single call and a 60-delta stream, one at a time ({len(samples[RAW])} "
+            f"calls per variant, {rounds} rounds; CPU ratio to the {RAW} call of the same kind)",
             samples,
             cpu,
-            lambda _: RAW,
+            lambda name: f"{RAW} stream" if "stream" in name else RAW,
         )
-        found = {"responses single c=1: achat": cpu_ratio(cpu, "OpenAIResponses.achat", RAW)}
+        found = {
+            "responses single c=1: achat": cpu_ratio(cpu, "OpenAIResponses.achat", RAW),
+            "responses stream c=1: astream": cpu_ratio(
+                cpu, "OpenAIResponses.astream", f"{RAW} stream"
+            ),
+        }
         samples, cpu = await sample_rounds(loop, loops, 1, rounds, 32)
         print_table(
             f"Responses: 3-step tool loop with reasoning, one at a time "
