@@ -205,3 +205,17 @@ async def test_a_blocked_answer_shows_none_of_the_server_s_calls_but_records_the
     assert "oslo population" not in repr(events)
     (record,) = runs  # the record keeps what the server did
     assert [(call.name, call.hosted) for call in record.tool_calls] == [("web_search", True)]
+
+
+async def test_a_call_that_failed_on_the_server_is_recorded_as_failed(
+    srv: FakeOpenAIServer,
+) -> None:
+    srv.responses.script(
+        ResponsesReply(hosted_calls=[{**SEARCH, "status": "failed"}], content="I could not search.")
+    )
+    agent = OpenaiToolCallingAgent("Answer.", [HostedTool("web_search")]).with_llm(llm(srv))
+    result = await agent.run("How many people live in Oslo?")
+    (call,) = result.record.tool_calls
+    assert call.hosted and call.result is None
+    assert call.error == "web_search failed on the server (status 'failed')"
+    assert result.record.summary().startswith("1 step, 1 tool call (1 failed, 1 ran on the server)")

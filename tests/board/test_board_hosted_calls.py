@@ -18,6 +18,7 @@ from promptimus.testing import FakeOpenAIServer, ResponsesReply, ToolCall
 from promptimus.tools import HostedTool
 
 SEARCH = {"type": "web_search_call", "action": {"type": "search", "query": "oslo <population>"}}
+FAILED = {"type": "file_search_call", "status": "failed", "queries": ["census"]}
 
 
 def add(a: int, b: int) -> int:
@@ -28,11 +29,18 @@ def add(a: int, b: int) -> int:
 async def hosted_run(path: Path) -> None:
     with FakeOpenAIServer() as srv:
         srv.responses.script(
-            ResponsesReply(hosted_calls=[SEARCH], tool_calls=[ToolCall("add", {"a": 1, "b": 2})]),
+            ResponsesReply(
+                hosted_calls=[SEARCH, FAILED], tool_calls=[ToolCall("add", {"a": 1, "b": 2})]
+            ),
             "About 709,000.",
         )
         llm = OpenAIResponses("o-test", api_key=srv.api_key, base_url=srv.base_url)
-        agent = OpenaiToolCallingAgent("Answer.", [HostedTool("web_search"), add]).with_llm(llm)
+        tools = [
+            HostedTool("web_search"),
+            HostedTool("file_search", vector_store_ids=["vs_1"]),
+            add,
+        ]
+        agent = OpenaiToolCallingAgent("Answer.", tools).with_llm(llm)
         with record(path):
             await agent.run("How many people live in Oslo?")
 
@@ -52,9 +60,11 @@ def test_a_run_page_lists_the_server_s_calls_as_run_on_the_server(tmp_path: Path
         [run_id] = re.findall(r'href="/runs/([0-9a-f]+)"', board.get("/runs").text)
         page = board.get(f"/runs/{run_id}").text
 
-    search, local = rows(page)
+    search, failed, local = rows(page)
     assert search.startswith("web_search") and "ran on the server" in search
     assert '"query": "oslo <population>"' in search
+    assert failed.startswith("file_search") and "ran on the server" in failed
+    assert "file_search failed on the server (status 'failed')" in failed
     assert local.startswith("add") and "ran on the server" not in local and "3" in local
     assert "<population>" not in page  # escaped
     reply = page.split("<h3>Reply</h3>", 1)[1]

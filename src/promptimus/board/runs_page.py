@@ -238,7 +238,7 @@ def _hosted_row(entry: ToolCallRecord) -> list[str]:
     return [
         esc(entry.name),
         f"<pre>{esc(pretty(entry.arguments))}</pre>",
-        f"<pre>{esc(_plain(entry.result or ''))}</pre>",
+        f"<pre>{esc(_plain(entry.result or '') if entry.error is None else entry.error)}</pre>",
         "<span class='badge server' title='the provider ran it; nothing ran here'>"
         "ran on the server</span>",
     ]

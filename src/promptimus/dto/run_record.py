@@ -52,12 +52,18 @@ class ToolCallRecord:
     def of_hosted(cls, call: HostedToolCall) -> ToolCallRecord:
         """The record of a call the server ran: `arguments` its item's input fields as JSON
         (a search's `action`, the interpreter's `code`), `result` its output fields as JSON
-        (`results`, `outputs`...), or its status when the item has none."""
+        (`results`, `outputs`...), or its status when the item has none; a call the server
+        says failed has `error` instead."""
         item = call.item
         given = {k: v for k, v in item.items() if k not in _HOSTED_META and k not in _HOSTED_OUT}
         out = {k: item[k] for k in _HOSTED_OUT if item.get(k) is not None}
-        result = _json(out) if out else (call.status or "")
         name = call.name or call.type.removesuffix("_call")
+        if call.status in _HOSTED_FAILED or item.get("error") is not None:
+            error = f"{name} failed on the server (status {call.status!r})"
+            if item.get("error") is not None:
+                error += f": {_json(item['error'])}"
+            return cls(call.id, name, _json(given), error=error, hosted=True)
+        result = _json(out) if out else (call.status or "")
         return cls(call.id, name, _json(given), result, hosted=True)
 
     @property
@@ -333,6 +339,7 @@ class RunRecord:
 
 _HOSTED_META = frozenset({"id", "type", "status"})
 _HOSTED_OUT = ("results", "outputs", "output", "result", "error")
+_HOSTED_FAILED = frozenset({"failed", "incomplete"})
 
 
 def _json(value: Any) -> str:

@@ -25,8 +25,8 @@ def hosted_events(
     for call in calls:
         entry = ToolCallRecord.of_hosted(call)
         events.append(ToolCallEvent(entry.id, entry.name, entry.arguments, step, hosted=True))
-        result = entry.result or ""
-        events.append(ToolResultEvent(entry.id, entry.name, result, 0.0, step, hosted=True))
+        result = entry.result if entry.error is None else entry.error
+        events.append(ToolResultEvent(entry.id, entry.name, result or "", 0.0, step, hosted=True))
     return events
 
 
@@ -44,5 +44,6 @@ def report_hosted_calls(agent: LoopAgent, step: StepRecord) -> None:
                 "status": call.status or "",
                 "arguments": entry.arguments,
                 "result": entry.result or "",
+                **({"error": entry.error} if entry.error is not None else {}),
             },
         )
