@@ -37,7 +37,10 @@ release, e.g. the newest in a separate venv) with this checkout's ``src`` on its
 prints both runs' ratios side by side at the end. Then the ``import promptimus`` time.
 
 The Gemini provider is measured after the OpenAI figures against the raw google-genai SDK on
-FakeGeminiServer (bench/overhead_gemini.py; ``--skip-gemini`` leaves it out).
+FakeGeminiServer (bench/overhead_gemini.py; ``--skip-gemini`` leaves it out), and the Responses
+provider (``OpenAIResponses``: a single call and a 3-step tool loop with reasoning items) against
+the raw SDK's ``responses.create`` on the fake Responses API (bench/overhead_responses.py;
+``--skip-responses`` leaves it out).
 """
 
 from __future__ import annotations
@@ -557,6 +560,8 @@ def measure(args: argparse.Namespace) -> dict[str, float]:
     if not args.skip_tool_loop:
         with spawn_tool_loop_server() as base_url:
             found |= asyncio.run(measure_tool_loop(base_url, args.loops, args.rounds))
+    if not args.skip_responses:
+        found |= measure_responses(args)
     if not args.skip_gemini:
         measure_gemini(args)
     if not args.skip_anthropic:
@@ -565,6 +570,15 @@ def measure(args: argparse.Namespace) -> dict[str, float]:
             loops = max(args.loops // 2, 50)
             found |= asyncio.run(measure_anthropic(base_url, args.calls, loops, args.rounds))
     return found
+
+
+def measure_responses(args: argparse.Namespace) -> dict[str, float]:
+    """`OpenAIResponses` against the raw SDK's ``responses.create`` (bench/overhead_responses.py);
+    its ratios join the OpenAI ones."""
+    import overhead_responses
+
+    calls, loops = max(args.calls // 5, 100), max(args.loops // 5, 50)
+    return overhead_responses.measure(calls, loops, args.rounds)
 
 
 def measure_gemini(args: argparse.Namespace) -> None:
@@ -613,6 +627,7 @@ def main() -> None:
     parser.add_argument("--no-also", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--skip-import-time", action="store_true")
     parser.add_argument("--skip-gemini", action="store_true", help="no Gemini section")
+    parser.add_argument("--skip-responses", action="store_true", help="no Responses API section")
     parser.add_argument("--skip-anthropic", action="store_true", help="no Anthropic figures")
     parser.add_argument("--serve-tool-loop", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--serve-anthropic-tool-loop", action="store_true", help=argparse.SUPPRESS)
@@ -636,8 +651,9 @@ def main() -> None:
         version, other = run_elsewhere(args.also_python, argv)
         runs[version] = other
     print(
-        "\nCPU ratio to the raw openai SDK (targets: single call <= 0.6x, tool loop <= 0.7x); "
-        "anthropic rows: to the raw anthropic SDK (goal <= 1.0x)"
+        "\nCPU ratio to the raw openai SDK (targets: single call <= 0.6x, tool loop <= 0.7x; "
+        "responses rows: to its responses.create, <= 0.6x); anthropic rows: to the raw "
+        "anthropic SDK (goal <= 1.0x)"
     )
     versions = list(runs)
     print(f"{'':<40}" + "".join(f"{'openai ' + v:>16}" for v in versions))

@@ -55,3 +55,14 @@ async def test_an_error_given_as_text_is_quoted_too(srv: FakeOpenAIServer) -> No
     srv.chat.script(Fault.raw(b'{"error": "model is loading"}'))
     with pytest.raises(ErrorInReply, match="'model is loading'"):
         await llm.achat([Message(role=MessageRole.USER, content="hi")])
+
+
+async def test_an_error_without_a_code_is_named_by_its_type(srv: FakeOpenAIServer) -> None:
+    """As on Anthropic and Gemini: the error's type says what kind of failure it was."""
+    llm = OpenAILike(
+        "m", api_key=srv.api_key, base_url=srv.base_url, retry=RetryPolicy(max_retries=0)
+    )
+    body = {"error": {"message": "The server is overloaded.", "type": "server_error"}}
+    srv.chat.script(Fault.raw(json.dumps(body).encode()))
+    with pytest.raises(ErrorInReply, match=r"'The server is overloaded\.' \(server_error\)"):
+        await llm.achat([Message(role=MessageRole.USER, content="hi")])

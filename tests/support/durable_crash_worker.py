@@ -23,7 +23,8 @@ conversation read from `--sessions` with earlier turns is compacted before the f
 starting it (the process that recovers it). `--sessions FILE` gives the durable agent an
 `SQLiteSessionStore` on FILE and starts the run inside `Session("ann", store=...)`. `--guards
 FILE` gives the agent guardrails whose verdicts change after their first call (`guardrails`),
-each noting its calls in FILE.
+each noting its calls in FILE. `--responses` runs the agent on `OpenAIResponses` (the fake's
+`/v1/responses`, answered by `respond_responses`: a reasoning item before each call).
 
     python tests/support/durable_crash_worker.py DB --base-url URL --log LOG --signal FIFO \
         --stop-at P
@@ -51,11 +52,11 @@ from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.dto import Message
 from promptimus.durable import DurableAgent, DurableExecutor
 from promptimus.guardrails import InputGuardrail, OutputGuardrail, ToolGuardrail, Verdict
-from promptimus.llms import OpenAILike
+from promptimus.llms import OpenAILike, OpenAIResponses
 from promptimus.modules import Compactor, Summarize
 from promptimus.protocols.session_store import StoredTurn
 from promptimus.sessions import SQLiteSessionStore
-from promptimus.testing import Reply, ToolCall
+from promptimus.testing import Reply, ResponsesReply, ToolCall
 from promptimus.transport.retry import RetryPolicy
 
 APP_VERSION = "promptimus-durable-tests-1"
@@ -81,6 +82,17 @@ def respond(body: dict[str, Any]) -> Reply:
         n = len(results)
         return Reply(tool_calls=[ToolCall(TOOLS[n], {"order": 42}, id=f"call_{n + 1}")])
     return Reply(content="done: " + ", ".join(results))
+
+
+def respond_responses(body: dict[str, Any]) -> ResponsesReply:
+    """`respond` on the Responses API, as a reasoning model: each reply starts with a reasoning
+    item ("step N"), so the next request must carry it back before the call it led to."""
+    results = [i["output"] for i in body["input"] if i.get("type") == "function_call_output"]
+    n = len(results)
+    if n < len(TOOLS):
+        call = ToolCall(TOOLS[n], {"order": 42}, id=f"call_{n + 1}")
+        return ResponsesReply(reasoning=f"step {n + 1}", tool_calls=[call])
+    return ResponsesReply(reasoning="answer", content="done: " + ", ".join(results))
 
 
 def dbos_config(db: Path | str, executor_id: str | None = None) -> dict[str, Any]:
@@ -125,6 +137,7 @@ def build_agent(
     stop: Stop | None = None,
     guards: Path | None = None,
     compact: bool = False,
+    responses: bool = False,
 ) -> Any:
     """The agent of the run: the same in the worker and in the process that recovers it."""
 
@@ -150,12 +163,14 @@ def build_agent(
         )
         for name in TOOLS
     ]
-    llm = OpenAILike(
+    provider: Any = OpenAIResponses if responses else OpenAILike
+    llm = provider(
         "fake-model",
         api_key="sk-fake",
         base_url=base_url,
         retry=RetryPolicy(max_retries=1, base_delay=0.001, max_delay=0.01),
         timeout=30.0,
+        **({"reasoning_summary": "auto"} if responses else {}),
     )
     agent = OpenaiToolCallingAgent(
         "You handle refunds.",
@@ -289,6 +304,7 @@ async def main(args: argparse.Namespace) -> None:
         stop=stop,
         guards=args.guards,
         compact=args.compact,
+        responses=args.responses,
     )
     DBOS(config=dbos_config(args.db))  # type: ignore[arg-type]
     durable = DurableAgent(agent, name="refunds", poll_interval=0.02, store=store)
@@ -349,6 +365,7 @@ def _import_what_a_run_imports() -> None:
         "dbos._sys_db_sqlite",
         "promptimus.compat",
         "promptimus.llms.openai",
+        "promptimus.llms.openai_responses",
         "promptimus.sessions",
     ):
         importlib.import_module(name)
@@ -371,6 +388,7 @@ def parser() -> argparse.ArgumentParser:
     parser.add_argument("--sessions", type=Path, help="a SQLite file of the session store")
     parser.add_argument("--guards", type=Path, help="guardrails that note their calls here")
     parser.add_argument("--compact", action="store_true", help="the agent compacts its history")
+    parser.add_argument("--responses", action="store_true", help="on OpenAIResponses")
     return parser
 
 

@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..dto import HostedToolCall
+from ..dto.run_record import ToolCallRecord
 from .html import count, esc, number, page, pretty, table, url, when
 from .store import read, rows
 
@@ -224,23 +226,55 @@ def _compactions(spans: list[dict[str, Any]]) -> str:
 
 
 def _tool_calls(spans: list[dict[str, Any]]) -> str:
-    tools = [s for s in spans if s["kind"] == "TOOL"]
-    if not tools:
+    """The run's tool calls in the order they happened: those that ran here (tool spans) and
+    those the provider's server ran while it wrote a reply (read from the reply), marked so."""
+    found: list[list[str]] = []
+    for span in spans:
+        if span["kind"] == "TOOL":
+            found.append(
+                [
+                    esc(str(span["name"]).rsplit(".", 1)[-1]),
+                    f"<pre>{esc(pretty(span['input']))}</pre>",
+                    f"<pre>{esc(_plain(span['output']) if span['output'] else span['error'] or '')}"
+                    "</pre>",
+                    f'<span class="badge {esc(span["status"])}">{esc(span["status"])}</span>',
+                ]
+            )
+        elif span["kind"] == "LLM":
+            found.extend(_hosted_row(entry) for entry in _hosted_calls(_json(span["output"])))
+    if not found:
         return ""
-    listed = table(
-        ["tool", "arguments", "result", "status"],
-        (
-            [
-                esc(str(s["name"]).rsplit(".", 1)[-1]),
-                f"<pre>{esc(pretty(s['input']))}</pre>",
-                f"<pre>{esc(_plain(s['output']) if s['output'] else s['error'] or '')}</pre>",
-                f'<span class="badge {esc(s["status"])}">{esc(s["status"])}</span>',
-            ]
-            for s in tools
-        ),
-        empty="",
-    )
+    listed = table(["tool", "arguments", "result", "status"], found, empty="")
     return f"<h2>Tool calls</h2><div class=tools>{listed}</div>"
+
+
+def _json(text: Any) -> Any:
+    try:
+        return json.loads(text) if isinstance(text, str) else None
+    except (ValueError, RecursionError):
+        return None
+
+
+def _hosted_calls(reply: Any) -> list[ToolCallRecord]:
+    """The calls the server ran while it wrote `reply` (a message as JSON data); none when it
+    is no reply or a damaged one."""
+    calls = reply.get("hosted_calls") if isinstance(reply, dict) else None
+    if not isinstance(calls, list):
+        return []
+    try:
+        return [ToolCallRecord.of_hosted(HostedToolCall.model_validate(call)) for call in calls]
+    except (ValueError, TypeError):
+        return []
+
+
+def _hosted_row(entry: ToolCallRecord) -> list[str]:
+    return [
+        esc(entry.name),
+        f"<pre>{esc(pretty(entry.arguments))}</pre>",
+        f"<pre>{esc(_plain(entry.result or '') if entry.error is None else entry.error)}</pre>",
+        "<span class='badge server' title='the provider ran it; nothing ran here'>"
+        "ran on the server</span>",
+    ]
 
 
 def _calls(spans: list[dict[str, Any]]) -> str:
@@ -296,6 +330,11 @@ def _messages(text: Any) -> str:
             body += (
                 f"<p class=toolcall>→ {esc(function.get('name'))}"
                 f"({esc(function.get('arguments'))})</p>"
+            )
+        for entry in _hosted_calls(message):
+            body += (
+                f"<p class=toolcall>⇢ {esc(entry.name)}({esc(entry.arguments)}) "
+                "<span class='badge server'>ran on the server</span></p>"
             )
         out.append(f'<div class="msg {esc(role)}"><span class=role>{esc(role)}</span>{body}</div>')
     return "".join(out)

@@ -8,6 +8,7 @@ context variables behind `capture_records`) is in `promptimus.agents.run_record`
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from pydantic_core import to_jsonable_python
 
 from .display import clip, html_table, plural, short_text
+from .hosted import HostedToolCall
 from .image import ImageContent
 from .message import Message
 from .usage import Usage
@@ -28,7 +30,9 @@ class ToolCallRecord:
     the model saw) or `error`. `children` are the run records of the sub-agents the tool ran (an
     agent used as a tool, or agents a function tool called), in start order. `server` names the
     server a remote tool ran on (an MCP server), None for a local tool; `images` are the images
-    the result carried (shown to the model beside `result`)."""
+    the result carried (shown to the model beside `result`). `hosted`: the provider's server ran
+    the call while it wrote the reply (a web search, a code interpreter run): nothing ran here,
+    `arguments` and `result` are what its item says (see `ToolCallRecord.of_hosted`)."""
 
     id: str | None
     name: str
@@ -42,6 +46,25 @@ class ToolCallRecord:
     "denied"; None for calls that needed none."""
     server: str | None = None
     images: tuple[ImageContent, ...] = ()
+    hosted: bool = False
+
+    @classmethod
+    def of_hosted(cls, call: HostedToolCall) -> ToolCallRecord:
+        """The record of a call the server ran: `arguments` its item's input fields as JSON
+        (a search's `action`, the interpreter's `code`), `result` its output fields as JSON
+        (`results`, `outputs`...), or its status when the item has none; a call the server
+        says failed has `error` instead."""
+        item = call.item
+        given = {k: v for k, v in item.items() if k not in _HOSTED_META and k not in _HOSTED_OUT}
+        out = {k: item[k] for k in _HOSTED_OUT if item.get(k) is not None}
+        name = call.name or call.type.removesuffix("_call")
+        if call.status in _HOSTED_FAILED or item.get("error") is not None:
+            error = f"{name} failed on the server (status {call.status!r})"
+            if item.get("error") is not None:
+                error += f": {_json(item['error'])}"
+            return cls(call.id, name, _json(given), error=error, hosted=True)
+        result = _json(out) if out else (call.status or "")
+        return cls(call.id, name, _json(given), result, hosted=True)
 
     @property
     def child(self) -> RunRecord | None:
@@ -61,6 +84,7 @@ class ToolCallRecord:
             "images": [image.model_dump(mode="json", exclude_none=True) for image in self.images],
             "children": [child.to_dict() for child in self.children],
             **({"approval": self.approval} if self.approval is not None else {}),
+            **({"hosted": True} if self.hosted else {}),
         }
 
     @classmethod
@@ -77,12 +101,15 @@ class ToolCallRecord:
             data.get("approval"),
             data.get("server"),
             tuple(ImageContent.model_validate(image) for image in data.get("images", ())),
+            bool(data.get("hosted", False)),
         )
 
 
 @dataclass(slots=True)
 class StepRecord:
-    """One LLM call within a run (`index` is 0-based) and the tool calls its reply asked for."""
+    """One LLM call within a run (`index` is 0-based) and the tool calls its reply asked for
+    (`tool_calls`, in the reply's order: what ran here). The calls the server ran while it wrote
+    the reply are `hosted_calls`."""
 
     index: int
     request: list[Message]
@@ -93,9 +120,22 @@ class StepRecord:
     """The tool names offered at this step when a step hook narrowed them; None: all of the
     agent's tools."""
 
+    @property
+    def hosted_calls(self) -> list[ToolCallRecord]:
+        """The calls of hosted tools the server ran while it wrote the reply, as records
+        (`hosted` set), read from the reply itself."""
+        return [ToolCallRecord.of_hosted(call) for call in self.reply.hosted_calls or ()]
+
+    @property
+    def all_calls(self) -> list[ToolCallRecord]:
+        """The server's calls (they came first), then those that ran here."""
+        hosted = self.hosted_calls
+        return [*hosted, *self.tool_calls] if hosted else self.tool_calls
+
     def __repr__(self) -> str:
-        names = ", ".join(call.name for call in self.tool_calls)
-        calls = f"{plural(len(self.tool_calls), 'tool call')}" + (f" ({names})" if names else "")
+        every = self.all_calls
+        names = ", ".join(call.name for call in every)
+        calls = f"{plural(len(every), 'tool call')}" + (f" ({names})" if names else "")
         return (
             f"<StepRecord {self.index}: {plural(len(self.request), 'message')} sent, {calls}, "
             f"{self.usage.total_tokens} tokens; reply {clip(short_text(self.reply))!r}>"
@@ -218,8 +258,9 @@ class RunRecord:
 
     @property
     def tool_calls(self) -> list[ToolCallRecord]:
-        """Every tool call of this run (not of its children), in order."""
-        return [call for step in self.steps for call in step.tool_calls]
+        """Every tool call of this run (not of its children), in order; those the server ran
+        have `hosted` set."""
+        return [call for step in self.steps for call in step.all_calls]
 
     def to_dict(self) -> dict[str, Any]:
         """The whole run as plain dicts, lists and scalars, ready for `json.dumps` (to log or
@@ -248,9 +289,11 @@ class RunRecord:
         """One line: steps, tool calls (failed ones counted), tokens."""
         calls = self.tool_calls
         failed = sum(call.error is not None for call in calls)
+        hosted = sum(call.hosted for call in calls)
         text = f"{plural(len(self.steps), 'step')}, {plural(len(calls), 'tool call')}"
-        if failed:
-            text += f" ({failed} failed)"
+        notes = [f"{failed} failed"] * bool(failed) + [f"{hosted} ran on the server"] * bool(hosted)
+        if notes:
+            text += f" ({', '.join(notes)})"
         if self.compactions:
             text += f", {plural(len(self.compactions), 'compaction')}"
         return f"{text}, {self.usage}"
@@ -261,9 +304,10 @@ class RunRecord:
     def __str__(self) -> str:
         lines = [f"RunRecord: {self.summary()}"]
         for step in self.steps:
-            for call in step.tool_calls:
+            for call in step.all_calls:
                 outcome = f"failed: {call.error}" if call.error is not None else call.result
-                lines.append(f"  step {step.index}: {call.name}({clip(call.arguments, 40)})")
+                where = " (ran on the server)" if call.hosted else ""
+                lines.append(f"  step {step.index}: {call.name}({clip(call.arguments, 40)}){where}")
                 lines.append(f"    -> {clip(str(outcome), 70)}")
         lines.append(f"  output: {clip(short_text(self.output), 100)}")
         return "\n".join(lines)
@@ -272,7 +316,7 @@ class RunRecord:
         rows = [
             (
                 step.index,
-                ", ".join(call.name for call in step.tool_calls) or "(answer)",
+                ", ".join(call.name for call in step.all_calls) or "(answer)",
                 step.usage.total_tokens,
                 clip(short_text(step.reply), 80),
             )
@@ -291,6 +335,15 @@ class RunRecord:
             [GuardrailRecord.from_dict(entry) for entry in data.get("guardrails", [])],
             [CompactionRecord.from_dict(entry) for entry in data.get("compactions", [])],
         )
+
+
+_HOSTED_META = frozenset({"id", "type", "status"})
+_HOSTED_OUT = ("results", "outputs", "output", "result", "error")
+_HOSTED_FAILED = frozenset({"failed", "incomplete"})
+
+
+def _json(value: Any) -> str:
+    return json.dumps(to_jsonable_python(value, fallback=str), ensure_ascii=False)
 
 
 def _message_dict(message: Message) -> dict[str, Any]:

@@ -305,27 +305,14 @@ class Anthropic(StreamChecks):
         )
         if held[0].model_name is None:
             held[0].model_name = self.model_name
+        rest = self._rest_of_stream(
+            held, lambda: anext(events, END), reader.read, received, secrets
+        )
         try:
-            for delta in held:
+            async for delta in rest:
                 yield delta
-            while True:
-                try:
-                    event = await anext(events, END)
-                    if event is END:
-                        break
-                    delta = reader.read(event)
-                except Exception as exc:
-                    error = self._stream_error(exc, received, secrets)
-                    if error is None:
-                        break
-                    if error is exc:
-                        raise
-                    raise error from exc
-                if delta is not None:
-                    received.add(delta)
-                    yield delta
-            self._check_finished(received)
         finally:
+            await rest.aclose()
             if slot is not None:
                 slot.release()
             self._record(received.usage, reservation)

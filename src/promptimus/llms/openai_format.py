@@ -26,6 +26,7 @@ from promptimus.dto import (
     Usage,
 )
 from promptimus.errors import EmptyReply, ErrorInReply, MalformedReply
+from promptimus.llms.server_said import said_by_server
 
 
 def message_to_openai(message: Message, empty_content: bool = False) -> dict[str, Any]:
@@ -236,7 +237,7 @@ def completion_to_message(completion: Any) -> Message:
     data = _data(completion, "the body")
     choices = data.get("choices")
     if choices is None and data.get("error"):
-        raise ErrorInReply(_said(data["error"]))
+        raise ErrorInReply(said_by_server(data["error"]))
     if not isinstance(choices, list):
         state = "missing" if "choices" not in data else _shown(choices)
         raise MalformedReply(f"choices is {state}, expected a list of choices")
@@ -268,16 +269,6 @@ def completion_to_message(completion: Any) -> Message:
         finish_reason=finish_reason,
         model_name=_model_name(data),
     )
-
-
-def _said(error: Any) -> str:
-    """What an error object a server sent says: its message (and code), quoted."""
-    message = error.get("message") if isinstance(error, dict) else error
-    if not isinstance(message, str) or not message.strip():
-        message = json.dumps(error, ensure_ascii=False, default=str)
-    code = error.get("code") if isinstance(error, dict) else None
-    said = repr(message if len(message) <= 500 else message[:497] + "...")
-    return f"{said} (code {code!r})" if isinstance(code, str | int) else said
 
 
 def _model_name(data: dict[str, Any]) -> str | None:

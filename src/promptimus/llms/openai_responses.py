@@ -26,10 +26,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Literal, TypeVar
 
 from promptimus.dto import Message, MessageDelta, MessageRole
-from promptimus.errors import InvalidArgument, PromptimusError, UnknownRequestOption
+from promptimus.errors import (
+    InvalidArgument,
+    PromptimusError,
+    RequestRejected,
+    UnknownRequestOption,
+)
 from promptimus.llms.capabilities import ProviderCapabilities
 from promptimus.llms.openai_responses_ends import StreamReader, reply_to_message
-from promptimus.llms.openai_responses_format import to_input, translate_options
+from promptimus.llms.openai_responses_format import reasoning_ids, to_input, translate_options
 from promptimus.llms.stream_checks import END, StreamChecks
 from promptimus.transport.concurrency import ConcurrencyLimit
 from promptimus.transport.openai_endpoint import CHARS_PER_TOKEN
@@ -49,6 +54,7 @@ ENCRYPTED_REASONING = "reasoning.encrypted_content"
 _EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 _SUMMARIES = ("auto", "concise", "detailed")
 _RETENTIONS = ("in_memory", "24h")
+_UNREADABLE_KEPT = 4096
 
 
 def _choice(value: Any, allowed: tuple[str, ...], what: str) -> Any:
@@ -73,6 +79,13 @@ def _previous_response(history: list[Message]) -> int | None:
         if message.role is MessageRole.ASSISTANT and message.response_id:
             return index
     return None
+
+
+def _reasoning_refused(error: PromptimusError) -> bool:
+    """Whether ``error`` is the server refusing to read encrypted reasoning it sent earlier
+    (its keys changed: another organisation or project, a zero-data-retention switch)."""
+    text = str(error)
+    return "encrypted content" in text or "encrypted_content" in text
 
 
 def _response_gone(error: PromptimusError) -> bool:
@@ -183,6 +196,9 @@ class OpenAIResponses(StreamChecks):
         )
         self.capabilities = ProviderCapabilities()
         """What this server has shown it accepts (e.g. which structured-output mode)."""
+        self._unreadable: dict[str, None] = {}
+        """Ids of reasoning items whose encrypted content the server refused to read: they
+        are never sent again (oldest forgotten past `_UNREADABLE_KEPT`)."""
 
     def __repr__(self) -> str:
         return f"OpenAIResponses(model={self.model_name!r}, base_url={self.base_url!r})"
@@ -234,9 +250,13 @@ class OpenAIResponses(StreamChecks):
         start = _previous_response(history) if chain and self.conversation else None
         if start is not None and "previous_response_id" not in params:
             params["previous_response_id"] = history[start].response_id
-            params["input"] = to_input(history[start + 1 :], stored=True)
+            params["input"] = to_input(
+                history[start + 1 :], stored=True, unreadable=self._unreadable
+            )
         else:
-            params["input"] = to_input(history, stored=self.store and chain)
+            params["input"] = to_input(
+                history, stored=self.store and chain, unreadable=self._unreadable
+            )
         return params
 
     async def _send(
@@ -254,21 +274,49 @@ class OpenAIResponses(StreamChecks):
                 functools.partial(attempt, params), context=self._context, redact=secrets
             )
         except PromptimusError as exc:
-            if "previous_response_id" in kwargs or "previous_response_id" not in params:
+            again = self._once_more(exc, params, history, kwargs)
+            if again is None:
                 raise
-            if not _response_gone(exc):
-                raise
+            if params.get("stream"):
+                again["stream"] = True
+            return await self.retry.run(
+                functools.partial(attempt, again), context=self._context, redact=secrets
+            )
+
+    def _once_more(
+        self,
+        error: PromptimusError,
+        params: dict[str, Any],
+        history: list[Message],
+        kwargs: dict[str, Any],
+    ) -> dict[str, Any] | None:
+        """The request to send once more after ``error``, or None to raise it: the whole
+        conversation when the previous response is gone; the conversation without the
+        reasoning items the server could not read (it never gets them again)."""
+        chained = "previous_response_id" in params and "previous_response_id" not in kwargs
+        if chained and _response_gone(error):
             log.info(
                 "%s: response %s is gone; sending the whole conversation",
                 self._context,
                 params["previous_response_id"],
             )
-            whole = self._params(history, kwargs, chain=False)
-            if params.get("stream"):
-                whole["stream"] = True
-            return await self.retry.run(
-                functools.partial(attempt, whole), context=self._context, redact=secrets
-            )
+            return self._params(history, kwargs, chain=False)
+        if not isinstance(error, RequestRejected) or not _reasoning_refused(error):
+            return None
+        refused = reasoning_ids(params.get("input") or [])
+        if not refused:
+            return None
+        log.warning(
+            "%s: the server cannot read %d earlier reasoning item(s) (its keys changed); "
+            "sending the conversation without them",
+            self._context,
+            len(refused),
+        )
+        for item_id in refused:
+            self._unreadable[item_id] = None
+        while len(self._unreadable) > _UNREADABLE_KEPT:
+            del self._unreadable[next(iter(self._unreadable))]
+        return self._params(history, kwargs, chain=False)
 
     def _estimate_tokens(self, params: dict[str, Any]) -> float:
         text = json.dumps(params.get("input", ()), ensure_ascii=False, default=str)
@@ -318,27 +366,14 @@ class OpenAIResponses(StreamChecks):
         )
         if held[0].model_name is None:
             held[0].model_name = self.model_name
+        rest = self._rest_of_stream(
+            held, lambda: anext(events, END), reader.read, received, secrets
+        )
         try:
-            for delta in held:
+            async for delta in rest:
                 yield delta
-            while True:
-                try:
-                    event = await anext(events, END)
-                    if event is END:
-                        break
-                    delta = reader.read(event)
-                except Exception as exc:
-                    error = self._stream_error(exc, received, secrets)
-                    if error is None:
-                        break
-                    if error is exc:
-                        raise
-                    raise error from exc
-                if delta is not None:
-                    received.add(delta)
-                    yield delta
-            self._check_finished(received)
         finally:
+            await rest.aclose()
             if slot is not None:
                 slot.release()
             self._record(received.usage, reservation)

@@ -17,6 +17,7 @@ naming it.
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from promptimus.dto import (
@@ -34,6 +35,7 @@ __all__ = [
     "PROVIDER",
     "hosted_call",
     "reasoning_block",
+    "reasoning_ids",
     "to_input",
     "translate_options",
     "usage_from_responses",
@@ -67,10 +69,13 @@ def _user_content(message: Message) -> str | list[dict[str, Any]]:
     return parts
 
 
-def _reasoning_item(block: ThinkingBlock, stored: bool) -> dict[str, Any] | None:
+def _reasoning_item(
+    block: ThinkingBlock, stored: bool, unreadable: Container[str]
+) -> dict[str, Any] | None:
     """The reasoning item for ``block``, or None when the server could not read it: without
-    its encrypted content, only a server that stored the reply knows the id."""
-    if block.provider != PROVIDER or not block.id:
+    its encrypted content, only a server that stored the reply knows the id; one it refused
+    (``unreadable``) it will refuse again."""
+    if block.provider != PROVIDER or not block.id or block.id in unreadable:
         return None
     if block.redacted is None and not stored:
         return None
@@ -84,11 +89,13 @@ def _reasoning_item(block: ThinkingBlock, stored: bool) -> dict[str, Any] | None
     return item
 
 
-def _assistant_items(message: Message, stored: bool) -> list[dict[str, Any]]:
+def _assistant_items(
+    message: Message, stored: bool, unreadable: Container[str]
+) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     outputs = 0
     for block in message.thinking or ():
-        item = _reasoning_item(block, stored)
+        item = _reasoning_item(block, stored, unreadable)
         if item is not None:
             items.append(item)
     reasoning = len(items)
@@ -115,14 +122,17 @@ def _assistant_items(message: Message, stored: bool) -> list[dict[str, Any]]:
     return items
 
 
-def to_input(history: list[Message], *, stored: bool = False) -> list[dict[str, Any]]:
+def to_input(
+    history: list[Message], *, stored: bool = False, unreadable: Container[str] = ()
+) -> list[dict[str, Any]]:
     """The ``input`` items for ``history``; ``stored``: the server keeps what it sends (so a
-    reasoning item without its encrypted content may still go back by id)."""
+    reasoning item without its encrypted content may still go back by id); ``unreadable``: ids
+    of reasoning items the server refused to read, left out."""
     items: list[dict[str, Any]] = []
     for message in history:
         role = message.role
         if role is MessageRole.ASSISTANT:
-            items.extend(_assistant_items(message, stored))
+            items.extend(_assistant_items(message, stored, unreadable))
         elif role is MessageRole.TOOL:
             items.append(
                 {
@@ -134,6 +144,15 @@ def to_input(history: list[Message], *, stored: bool = False) -> list[dict[str, 
         else:
             items.append({"role": role.value, "content": _user_content(message)})
     return items
+
+
+def reasoning_ids(items: list[dict[str, Any]]) -> list[str]:
+    """The ids of the reasoning items among ``items`` that carry encrypted content."""
+    return [
+        item["id"]
+        for item in items
+        if item.get("type") == "reasoning" and item.get("encrypted_content") is not None
+    ]
 
 
 def strict_schema(schema: Any) -> bool:

@@ -10,7 +10,7 @@ retry layer makes of the failure. Each provider names what a reply without text 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from typing import Any
 
 from ..dto import MessageDelta
@@ -29,8 +29,9 @@ log = logging.getLogger("promptimus.llms")
 
 
 class StreamChecks(OpenAIEndpoint):
-    """The base of the providers that stream (`OpenAILike`, `Anthropic`, `Gemini`):
-    `_stream_error` and `_check_finished` (see the module docstring)."""
+    """The base of the providers that stream (`OpenAILike`, `OpenAIResponses`, `Anthropic`,
+    `Gemini`): reading a stream up to its first output (`_read_to_output`) and on to its end
+    (`_rest_of_stream`), `_stream_error` and `_check_finished` (see the module docstring)."""
 
     _thoughts_word = "reasoning"
     _error_events_have_status = False
@@ -59,6 +60,38 @@ class StreamChecks(OpenAIEndpoint):
                 held.append(delta)
                 received.add(delta)
         return held, received
+
+    async def _rest_of_stream(
+        self,
+        held: list[MessageDelta],
+        next_event: Callable[[], Awaitable[Any]],
+        to_delta: Callable[[Any], MessageDelta | None],
+        received: MessageAccumulator,
+        secrets: tuple[str, ...],
+    ) -> AsyncGenerator[MessageDelta, None]:
+        """The deltas `_read_to_output` held, then the rest of the stream's, until
+        `next_event()` answers `END`, each added to `received`. A failure while reading is the
+        error `_stream_error` makes of it (none: the model had finished); the end is judged by
+        `_check_finished`."""
+        for first in held:
+            yield first
+        while True:
+            try:
+                event = await next_event()
+                if event is END:
+                    break
+                delta = to_delta(event)
+            except Exception as exc:
+                error = self._stream_error(exc, received, secrets)
+                if error is None:
+                    break
+                if error is exc:
+                    raise
+                raise error from exc
+            if delta is not None:
+                received.add(delta)
+                yield delta
+        self._check_finished(received)
 
     def _says_something(self, delta: MessageDelta) -> bool:
         """Whether a delta is output the caller sees: text, reasoning or a tool call."""

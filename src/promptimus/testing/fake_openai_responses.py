@@ -178,6 +178,12 @@ class ResponsesRoute(Route):
         if response_id is None:
             self._stored_items.clear()
 
+    def rotate_keys(self) -> None:
+        """Forget the keys the reasoning it sent was encrypted with, as an organisation or
+        project change does: encrypted content sent back from before is refused (400
+        ``invalid_encrypted_content``)."""
+        self._encrypted.clear()
+
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_fake{next(self._ids):04d}"
 

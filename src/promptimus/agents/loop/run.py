@@ -42,6 +42,7 @@ from .guarding import (
     screen_request,
     start_input_check,
 )
+from .hosted_calls import hosted_events, report_hosted_calls
 from .model_call import ModelRequest
 from .request import RunOptions, build_request, current_options
 from .tool_calls import execute_tools, server_of
@@ -148,6 +149,9 @@ class _Deltas:
 
     def __call__(self, delta: MessageDelta) -> None:
         self.count += 1
+        if delta.hosted_calls:  # the server ran them: nothing runs here
+            for event in hosted_events(delta.hosted_calls, self.step):
+                self._show(event)
         if delta.reasoning:
             self._show(ReasoningDelta(delta.reasoning, self.step))
         if delta.content:
@@ -212,6 +216,8 @@ async def _settle(
     step = StepRecord(index, request.messages, reply, [], reply.usage or _NO_USAGE, offered)
     run.record.steps.append(step)
     run.steps += 1
+    if reply.hosted_calls:
+        report_hosted_calls(run.agent, step)
     decision = run.agent._interpret(reply, run.state)
     held = deltas is not None and deltas.holding
     if isinstance(decision, Final):
