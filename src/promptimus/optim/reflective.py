@@ -11,6 +11,7 @@ from ..argument_checks import positive_int
 from ..core import Module, Parameter
 from ..errors import InvalidArgument, OptimizationError
 from ..protocols.llm import LLMProtocol
+from .blame import blamed_modules, owner_of
 from .counted_evaluation import BudgetSpent
 from .proposer import ProposalRequest, ProposeFn, TeacherProposer
 from .run_state import TrainState
@@ -30,10 +31,15 @@ class Candidate:
 
 
 class Reflective:
-    """One trainable parameter at a time: the worst rows of a minibatch go to the proposer; the
-    candidate is tried on the same minibatch and, if better there, on the validation set, where
-    it is accepted if it beats the best so far. Parents come from the Pareto front of per-example
-    validation scores.
+    """One module at a time: a step evaluates a minibatch, reads the failing rows' traces to
+    find the module whose calls went wrong (the one that raised, else the one that gave the
+    wrong answer, else one called in those runs, in turn; see `targets`), and asks the
+    proposer for a new value of each trainable parameter that module owns, showing it the
+    worst rows with that module's calls in their runs (`trace_tokens` per row). The changes
+    are tried together on the same minibatch and, if better there, on the validation set,
+    where they are accepted if they beat the best so far. Parents come from the Pareto front
+    of per-example validation scores. The history entry of a step keeps the rows it came
+    from (`examples`, each with the trace shown), and `changes` when it changed several.
 
     Nothing a proposal does is kept unless it proves better: an empty, unchanged or
     template-breaking proposal is refused before any call, one that does no better on the
@@ -135,9 +141,7 @@ class Reflective:
         trace = getattr(row, "trace", None)
         if trace is None:
             return ""
-        owner, _, _ = path.rpartition(".")
-        where = f"{self._root}.{owner}" if owner else self._root
-        rendered: str = trace.render(where, max_tokens=self.trace_tokens)
+        rendered: str = trace.render(owner_of(path, self._root), max_tokens=self.trace_tokens)
         return rendered
 
     def apply(self, candidate: Candidate) -> None:
@@ -166,14 +170,23 @@ class Reflective:
             batch.append(train[order[index]])
         return batch
 
+    def targets(self, rows: list[Any], turn: int = 0) -> list[str]:
+        """The parameters a step changes for failing `rows`: every trainable parameter of the
+        module most to blame in their traces (see `promptimus.optim.blame`); when several
+        modules are equally to blame, `turn` picks one in turn."""
+        if not self._params:
+            raise InvalidArgument("Call opt.attach(module) before choosing what to change.")
+        owners = [owner_of(path, self._root) for path in self._params]
+        blamed = blamed_modules(rows, owners, self._root)
+        chosen = blamed[turn % len(blamed)]
+        return [path for path, owner in zip(self._params, owners, strict=True) if owner == chosen]
+
     async def step(self, state: TrainState) -> bool:
         """One proposal, tried and accepted or reverted. False when there is nothing to gain."""
         if state.best_score >= 1.0:
             return False
         rng = state.rng(self.seed, "reflective")
         parent = state.front.choose(rng)
-        paths = list(self._params)
-        path = paths[(state.step - 1) % len(paths)]
         batch = self._minibatch(state)
         # a step starts only if it can pay for the minibatch twice; validation is checked later
         state.evaluator.ensure(2 * len(batch))
@@ -184,19 +197,37 @@ class Reflective:
                 (row for row in before.rows if float(row.score) < 1.0),
                 key=lambda row: float(row.score),
             )
-            entry: dict[str, Any] = {"candidate": None, "parent": parent, "path": path}
+            entry: dict[str, Any] = {"candidate": None, "parent": parent, "path": None}
             if not worst:
                 state.record({**entry, "value": None, "accepted": False, "reason": "no failures"})
                 return True
-            candidate = await self.propose(worst, path=path)
-            if self.proposer is not None:
-                state.evaluator.add_usage(self.proposer._last_usage)
-            entry["value"] = candidate.value
+            paths = self.targets(worst, state.step - 1)
+            proposals = []
+            for path in paths:
+                proposals.append(await self.propose(worst, path=path))
+                if self.proposer is not None:
+                    state.evaluator.add_usage(self.proposer._last_usage)
+            if len(paths) == 1:
+                entry["path"], entry["value"] = paths[0], proposals[0].value
+            else:
+                entry["value"] = None
+                entry["changes"] = {c.path: c.value for c in proposals}
+            entry["examples"] = [self._evidence(row, paths[0]) for row in worst]
             entry["minibatch_before"] = before.total
-            if candidate.rejected:
-                state.record({**entry, "accepted": False, "reason": candidate.rejected})
+            usable = [c for c in proposals if not c.rejected]
+            refused = {c.path: c.rejected for c in proposals if c.rejected}
+            if len(paths) > 1 and refused:
+                entry["refused"] = refused
+                entry["changes"] = {c.path: c.value for c in usable}
+            if not usable:
+                reason = "; ".join(
+                    reason if len(paths) == 1 else f"{path}: {reason}"
+                    for path, reason in refused.items()
+                )
+                state.record({**entry, "accepted": False, "reason": reason})
                 return True
-            self.apply(candidate)
+            for candidate in usable:
+                self.apply(candidate)
             after = await state.evaluator.run(batch)
             entry["minibatch_after"] = after.total
             if after.total <= before.total:
@@ -210,9 +241,29 @@ class Reflective:
                 reason = "budget spent before validation"
                 state.record({**entry, "accepted": False, "reason": reason})
                 raise BudgetSpent
-            measured = {k: v for k, v in entry.items() if k.startswith("minibatch_")}
+            kept = ("candidate", "parent", "path", "value")
+            extra = {k: v for k, v in entry.items() if k not in kept}
             worse = f"not better on validation: {{score:g}} <= best {state.best_score:g}"
-            await state.validate(parent, path, candidate.value, measured, worse=worse)
+            changes = {c.path: c.value for c in usable}
+            await state.validate(
+                parent,
+                entry["path"],
+                entry["value"],
+                extra,
+                worse=worse,
+                changes=changes if len(paths) > 1 else None,
+            )
             return True
         finally:
             state.load_best()
+
+    def _evidence(self, row: Any, path: str) -> dict[str, Any]:
+        """What the history keeps of a failing row a proposal came from: the row as
+        `EvalRow.to_dict` gives it (inputs, expected, output, score, feedback, error) and the
+        calls of the changed module in its run, as the proposer was shown them."""
+        to_dict = getattr(row, "to_dict", None)
+        shown = dict(to_dict()) if callable(to_dict) else {"score": getattr(row, "score", 0.0)}
+        for key in ("usage", "latency", "metadata"):
+            shown.pop(key, None)
+        shown["trace"] = self._trace_of(row, path)
+        return shown

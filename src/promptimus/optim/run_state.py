@@ -71,10 +71,21 @@ class TrainState:
 
     # --- recording ------------------------------------------------------------------------
 
-    def add_candidate(self, parent: int, path: str, value: Any, scores: list[float]) -> int:
+    def add_candidate(
+        self,
+        parent: int,
+        path: str | None,
+        value: Any,
+        scores: list[float],
+        *,
+        changes: dict[str, Any] | None = None,
+    ) -> int:
+        """A new candidate: `parent`'s values with `path` set to `value` (or, for several,
+        each of `changes` set)."""
         cid = max(self.candidates) + 1
         assignment = dict(self.candidates[parent])
-        assignment[path] = copy_value(value)
+        for key, new in (changes if changes is not None else {path: value}).items():
+            assignment[str(key)] = copy_value(new)
         self.candidates[cid] = assignment
         self.val_scores[cid] = list(scores)
         self.front.add(cid, scores)
@@ -90,14 +101,21 @@ class TrainState:
         self.save(best_changed=accepted_candidate is not None)
 
     async def validate(
-        self, parent: int, path: str, value: Any, entry: dict[str, Any], *, worse: str
+        self,
+        parent: int,
+        path: str | None,
+        value: Any,
+        entry: dict[str, Any],
+        *,
+        worse: str,
+        changes: dict[str, Any] | None = None,
     ) -> bool:
-        """Try the values the module holds now (``parent``'s, with ``path`` set to ``value``) on
-        the validation set: they become a candidate, recorded with ``entry`` and the scores, and
-        the best one if they beat it (else the reason is ``worse``, where ``{score}`` stands for
-        their validation score). True when they did."""
+        """Try the values the module holds now (``parent``'s, with ``path`` set to ``value``,
+        or each of ``changes``) on the validation set: they become a candidate, recorded with
+        ``entry`` and the scores, and the best one if they beat it (else the reason is
+        ``worse``, where ``{score}`` stands for their validation score). True when they did."""
         val = await self.evaluator.run(self.valset)
-        cid = self.add_candidate(parent, path, value, val.scores)
+        cid = self.add_candidate(parent, path, value, val.scores, changes=changes)
         better = val.score > self.best_score
         self.record(
             {
@@ -184,7 +202,12 @@ class TrainState:
                     ) from None
         if not history:
             return False
-        recorded = {p for e in history for p in (e.get("values") or {e.get("path"): 0}) if p}
+        recorded = {
+            p
+            for e in history
+            for p in (e.get("values") or e.get("changes") or {e.get("path"): 0})
+            if p
+        }
         unknown = sorted(recorded - set(self.params))
         if unknown or history[0].get("reason") != "baseline":
             raise OptimizationError(
@@ -199,7 +222,8 @@ class TrainState:
                 self.candidates[0] = dict(entry["values"])
             elif cid is not None:
                 self.candidates[cid] = dict(self.candidates[entry["parent"]])
-                self.candidates[cid][entry["path"]] = entry["value"]
+                changed = entry.get("changes") or {entry["path"]: entry["value"]}
+                self.candidates[cid].update(changed)
             if cid is not None:
                 self.val_scores[cid] = list(entry["val_scores"])
                 self.front.add(cid, entry["val_scores"])
