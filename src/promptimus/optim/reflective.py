@@ -13,6 +13,7 @@ from ..errors import InvalidArgument, OptimizationError
 from ..protocols.llm import LLMProtocol
 from .blame import blamed_modules, owner_of
 from .counted_evaluation import BudgetSpent
+from .merge import MergePlan, plan_merge
 from .proposer import ProposalRequest, ProposeFn, TeacherProposer
 from .run_state import TrainState
 from .template_check import template_break
@@ -41,6 +42,12 @@ class Reflective:
     of per-example validation scores. The history entry of a step keeps the rows it came
     from (`examples`, each with the trace shown), and `changes` when it changed several.
 
+    With `merge=True`, a step first looks for two candidates on the front that improved
+    different parameters since a common ancestor and scores their merge (each changed
+    parameter from the candidate that changed it) on the validation set, keeping it only if
+    it beats the best; its history entry names both parents and which parameter came from
+    which (`merge`). Each pair is tried once.
+
     Nothing a proposal does is kept unless it proves better: an empty, unchanged or
     template-breaking proposal is refused before any call, one that does no better on the
     minibatch or on validation is reverted, and the history entry of each says why (with the
@@ -59,6 +66,7 @@ class Reflective:
         minibatch_size: int = 4,
         seed: int = 0,
         trace_tokens: int = 400,
+        merge: bool = False,
     ) -> None:
         if (teacher is None) == (propose is None):
             raise InvalidArgument(
@@ -69,6 +77,9 @@ class Reflective:
             raise InvalidArgument(
                 f"propose= must be a function (request) -> str, got {type(propose).__name__}."
             )
+        if not isinstance(merge, bool):
+            raise InvalidArgument(f"Reflective(merge=) takes True or False, got {merge!r}.")
+        self.merge = merge
         minibatch_size = positive_int(minibatch_size, "minibatch_size")
         self.trace_tokens = positive_int(trace_tokens, "trace_tokens")
         self.proposer: TeacherProposer | None = None
@@ -185,6 +196,12 @@ class Reflective:
         """One proposal, tried and accepted or reverted. False when there is nothing to gain."""
         if state.best_score >= 1.0:
             return False
+        if self.merge:
+            scores = {cid: sum(v) / len(v) for cid, v in state.val_scores.items() if v}
+            plan = plan_merge(state.front.front(), state.candidates, scores, state.history)
+            if plan is not None:
+                await self._try_merge(state, plan)
+                return True
         rng = state.rng(self.seed, "reflective")
         parent = state.front.choose(rng)
         batch = self._minibatch(state)
@@ -254,6 +271,20 @@ class Reflective:
                 changes=changes if len(paths) > 1 else None,
             )
             return True
+        finally:
+            state.load_best()
+
+    async def _try_merge(self, state: TrainState, plan: MergePlan) -> None:
+        """Score `plan`'s merge on the validation set; it is kept only if it beats the best,
+        as every candidate (it joins the front either way, like them)."""
+        state.evaluator.ensure(len(state.valset))
+        state.load(plan.first)
+        try:
+            for path, value in plan.changes.items():
+                self._param(path).value = value
+            entry = {"merge": plan.record(), "changes": dict(plan.changes)}
+            worse = f"merge not better on validation: {{score:g}} <= best {state.best_score:g}"
+            await state.validate(plan.first, None, None, entry, worse=worse, changes=plan.changes)
         finally:
             state.load_best()
 
