@@ -167,8 +167,8 @@ def _kept(entry: dict[str, Any]) -> str:
 
 
 def candidate_values(entries: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """Each candidate's parameter values: the baseline's, with each step's change applied to
-    its parent's."""
+    """Each candidate's parameter values: the baseline's, with each step's changes applied to
+    its parent's (a merge's first parent, with what it took from the second)."""
     values: dict[int, dict[str, Any]] = {}
     for entry in entries:
         cid = entry.get("candidate")
@@ -178,9 +178,21 @@ def candidate_values(entries: list[dict[str, Any]]) -> dict[int, dict[str, Any]]
         given = entry.get("values")
         if parent is None:
             values[cid] = dict(given) if isinstance(given, dict) else {}
-        elif isinstance(parent, int) and parent in values and isinstance(entry.get("path"), str):
-            values[cid] = {**values[parent], entry["path"]: entry.get("value")}
+        elif isinstance(parent, int) and parent in values:
+            changed = entry_changes(entry)
+            if changed:
+                values[cid] = {**values[parent], **changed}
     return values
+
+
+def entry_changes(entry: dict[str, Any]) -> dict[str, Any]:
+    """What a history entry changed from its parent: its `changes` (several parameters, or
+    what a merge took from its second parent), else its one `path` and `value`."""
+    changes = entry.get("changes")
+    if isinstance(changes, dict):
+        return {str(key): value for key, value in changes.items()}
+    path = entry.get("path")
+    return {path: entry.get("value")} if isinstance(path, str) else {}
 
 
 def _candidates(entries: list[dict[str, Any]]) -> str:
