@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from optim_task import BASELINE, GOOD, dataset, make_student, metric, student_reply
+from optim_task import BASELINE, GOOD, dataset, fence, make_student, metric, student_reply
 
 from promptimus import Module, Parameter
 from promptimus.dto import Message, MessageRole
@@ -167,3 +167,23 @@ async def test_a_step_changes_every_parameter_of_the_module_together() -> None:
         "styled.opening": "Repeat the word,",
         "styled.style": "in uppercase",
     }
+
+
+async def test_the_teachers_request_holds_the_failing_runs_calls_of_the_changed_module() -> None:
+    program = TwoStages()
+    teacher = ScriptedLLM([fence(GOOD)], model_name="teacher")
+    await fit(
+        program,
+        dataset()[:4],
+        metric,
+        optimizer=Reflective(teacher=teacher, minibatch_size=4),
+        budget=4 + 2 * 4 + 4,
+        progress=False,
+    )
+    ((messages, _),) = teacher.requests
+    asked = messages[0].content
+    assert "The instruction is the parameter `instr.prompt`" in asked
+    for word in ("apple", "Bird", "dog"):
+        assert f"root.instr (Prompt)(text='{word}') -> '{word}'" in asked
+    assert "root.instr (Prompt)(text='CAT')" not in asked  # CAT was answered right
+    assert "root.clean" not in asked

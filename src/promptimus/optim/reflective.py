@@ -218,30 +218,10 @@ class Reflective:
             if not worst:
                 state.record({**entry, "value": None, "accepted": False, "reason": "no failures"})
                 return True
-            paths = self.targets(worst, state.step - 1)
-            proposals = []
-            for path in paths:
-                proposals.append(await self.propose(worst, path=path))
-                if self.proposer is not None:
-                    state.evaluator.add_usage(self.proposer._last_usage)
-            if len(paths) == 1:
-                entry["path"], entry["value"] = paths[0], proposals[0].value
-            else:
-                entry["value"] = None
-                entry["changes"] = {c.path: c.value for c in proposals}
-            entry["examples"] = [self._evidence(row, paths[0]) for row in worst]
+            usable = await self._proposals(state, worst, entry)
             entry["minibatch_before"] = before.total
-            usable = [c for c in proposals if not c.rejected]
-            refused = {c.path: c.rejected for c in proposals if c.rejected}
-            if len(paths) > 1 and refused:
-                entry["refused"] = refused
-                entry["changes"] = {c.path: c.value for c in usable}
             if not usable:
-                reason = "; ".join(
-                    reason if len(paths) == 1 else f"{path}: {reason}"
-                    for path, reason in refused.items()
-                )
-                state.record({**entry, "accepted": False, "reason": reason})
+                state.record({**entry, "accepted": False, "reason": entry.pop("refusal")})
                 return True
             for candidate in usable:
                 self.apply(candidate)
@@ -262,17 +242,47 @@ class Reflective:
             extra = {k: v for k, v in entry.items() if k not in kept}
             worse = f"not better on validation: {{score:g}} <= best {state.best_score:g}"
             changes = {c.path: c.value for c in usable}
+            several = entry["path"] is None
             await state.validate(
                 parent,
                 entry["path"],
                 entry["value"],
                 extra,
                 worse=worse,
-                changes=changes if len(paths) > 1 else None,
+                changes=changes if several else None,
             )
             return True
         finally:
             state.load_best()
+
+    async def _proposals(
+        self, state: TrainState, worst: list[Any], entry: dict[str, Any]
+    ) -> list[Candidate]:
+        """Ask for a new value of each parameter `targets` names for the failing rows `worst`;
+        `entry` (the step's history entry) gains what was proposed, the rows it came from and,
+        when nothing can be applied, the `refusal`. The proposals that can be applied."""
+        paths = self.targets(worst, state.step - 1)
+        proposals = []
+        for path in paths:
+            proposals.append(await self.propose(worst, path=path))
+            if self.proposer is not None:
+                state.evaluator.add_usage(self.proposer._last_usage)
+        usable = [c for c in proposals if not c.rejected]
+        refused = {c.path: c.rejected for c in proposals if c.rejected}
+        if len(paths) == 1:
+            entry["path"], entry["value"] = paths[0], proposals[0].value
+        else:
+            entry["value"] = None
+            entry["changes"] = {c.path: c.value for c in (usable if refused else proposals)}
+            if refused:
+                entry["refused"] = refused
+        entry["examples"] = [self._evidence(row, paths[0]) for row in worst]
+        if not usable:
+            entry["refusal"] = "; ".join(
+                str(reason) if len(paths) == 1 else f"{path}: {reason}"
+                for path, reason in refused.items()
+            )
+        return usable
 
     async def _try_merge(self, state: TrainState, plan: MergePlan) -> None:
         """Score `plan`'s merge on the validation set; it is kept only if it beats the best,
