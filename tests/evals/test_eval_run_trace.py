@@ -5,6 +5,7 @@ a guardrail redacted is recorded as it left it."""
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Iterator
 
 import pytest
@@ -138,3 +139,5 @@ async def test_the_trace_holds_no_api_key(srv: FakeOpenAIServer) -> None:
     assert trace is not None and trace.calls[-1].error is not None
     assert "the server refused key [secret]" in trace.calls[-1].error
     assert srv.api_key not in trace.render(max_tokens=100_000)
+    assert srv.api_key.encode() not in pickle.dumps(report.rows[0])  # as a row travels back
+    assert report.rows[0].error == "RuntimeError: the server refused key [secret]"

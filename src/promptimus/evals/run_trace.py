@@ -122,18 +122,23 @@ class RunTrace:
             used += len(line) + 1
         return "\n".join(lines)
 
+    def redact(self, text: str) -> str:
+        """`text` without the credentials of the providers met so far in the run being
+        recorded (the row's error is told through it, as the calls are)."""
+        for secret in sorted((s for s in self._secrets if len(s) >= 4), key=len, reverse=True):
+            text = text.replace(secret, "[secret]")
+        return text
+
     def _scrub(self) -> None:
-        """Cut the credentials met during the run out of every recorded text."""
-        secrets = sorted((s for s in self._secrets if len(s) >= 4), key=len, reverse=True)
-        if not secrets:
-            return
-        for call in self.calls:
-            for name in ("inputs", "output", "error"):
-                text = getattr(call, name)
-                if text:
-                    for secret in secrets:
-                        text = text.replace(secret, "[secret]")
-                    setattr(call, name, text)
+        """Cut the credentials met during the run out of every recorded text, and forget
+        them (the trace travels: to a worker's caller, into a history, onto the board)."""
+        if self._secrets:
+            for call in self.calls:
+                for name in ("inputs", "output", "error"):
+                    text = getattr(call, name)
+                    if text:
+                        setattr(call, name, self.redact(text))
+        self._secrets.clear()
 
 
 def _shown(value: Any) -> str:
