@@ -8,7 +8,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from merge_task import A0, A1, B1, B_STRICT, BUDGET, train
+
+from promptimus.errors import InvalidArgument
+from promptimus.optim import Reflective
 
 
 async def test_a_merge_that_combines_two_modules_fixes_is_kept(tmp_path: Path) -> None:
@@ -53,3 +57,9 @@ async def test_a_resumed_run_rebuilds_the_merge_and_does_not_try_it_again(tmp_pa
     _, longer = await train(B1, BUDGET + 6 + 18, tmp_path, resume=True)
     later = longer.history[4:]
     assert later and all(entry.get("merge", {}).get("parents") != [2, 1] for entry in later)
+
+
+def test_merge_takes_a_bool_only() -> None:
+    for wrong in ("yes", 1, None):
+        with pytest.raises(InvalidArgument, match=r"merge=\) takes True or False"):
+            Reflective(propose=lambda request: "x", merge=wrong)  # type: ignore[arg-type]
