@@ -212,6 +212,13 @@ def _page_routes(config: BoardConfig, state: dict[str, Any]) -> list[Route | Mou
             return _html(None)
         return _html(training_page.fit_page(config.fits, name))
 
+    async def fit_step(request: Request) -> Response:
+        name = request.query_params.get("dir", "")
+        step = request.query_params.get("step", "")
+        if config.fits is None:
+            return _html(None)
+        return _html(training_page.step_page(config.fits, name, step))
+
     async def conversations(request: Request) -> Response:
         return _html(await stores_page.conversations_page(state["store"], config.csrf))
 
@@ -241,6 +248,7 @@ def _page_routes(config: BoardConfig, state: dict[str, Any]) -> list[Route | Mou
         Route("/runs/{run_id}", run),
         Route("/training", training),
         Route("/training/fit", fit),
+        Route("/training/step", fit_step),
         Route("/conversations", conversations),
         Route("/conversations/{session_id:path}", conversation),
         Route("/approvals", approvals),

@@ -13,8 +13,9 @@ from ..checkpoint.read import read_checkpoint
 from ..optim.frontier import non_dominated
 from .html import count, diff_block, esc, number, page, table, text_diff, url
 from .parameter_diff import flat_parameters, parameter_changes
+from .redaction import page_redactor
 
-__all__ = ["fit_page", "fits", "frontier_section", "training_page"]
+__all__ = ["fit_page", "fits", "frontier_section", "step_page", "training_page"]
 
 HISTORY = "history.jsonl"
 BEST = "best.toml"
@@ -105,7 +106,7 @@ def fit_page(root: Path, name: str) -> str | None:
         return None
     body = _problems(problems) + "<h2>Score against spend</h2>" + chart(entries)
     body += frontier_section(entries)
-    body += "<h2>Candidates</h2>" + _candidates(entries)
+    body += "<h2>Candidates</h2>" + _candidates(entries, name)
     if entries:
         body += "<h2>Best checkpoint against the start</h2>" + _best_diff(folder, entries)
     return page(f"Fit {name}", "training", body)
@@ -170,8 +171,8 @@ def _kept(entry: dict[str, Any]) -> str:
 
 
 def candidate_values(entries: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:
-    """Each candidate's parameter values: the baseline's, with each step's change applied to
-    its parent's."""
+    """Each candidate's parameter values: the baseline's, with each step's changes applied to
+    its parent's (a merge's first parent, with what it took from the second)."""
     values: dict[int, dict[str, Any]] = {}
     for entry in entries:
         cid = entry.get("candidate")
@@ -181,25 +182,72 @@ def candidate_values(entries: list[dict[str, Any]]) -> dict[int, dict[str, Any]]
         given = entry.get("values")
         if parent is None:
             values[cid] = dict(given) if isinstance(given, dict) else {}
-        elif isinstance(parent, int) and parent in values and isinstance(entry.get("path"), str):
-            values[cid] = {**values[parent], entry["path"]: entry.get("value")}
+        elif isinstance(parent, int) and parent in values:
+            changed = entry_changes(entry)
+            if changed:
+                values[cid] = {**values[parent], **changed}
     return values
 
 
-def _candidates(entries: list[dict[str, Any]]) -> str:
+def entry_changes(entry: dict[str, Any]) -> dict[str, Any]:
+    """What a history entry changed from its parent: its `changes` (several parameters, or
+    what a merge took from its second parent), else its one `path` and `value`."""
+    changes = entry.get("changes")
+    if isinstance(changes, dict):
+        return {str(key): value for key, value in changes.items()}
+    path = entry.get("path")
+    return {path: entry.get("value")} if isinstance(path, str) else {}
+
+
+def _text_change(old: Any, new: Any, path: str, parent: Any, label: str) -> str:
+    if isinstance(old, str) and isinstance(new, str):
+        return text_diff(old, new, f"candidate {parent}:{path}", f"{label}:{path}")
+    return f"<pre>{esc(path)}: {esc(json.dumps(new, ensure_ascii=False))}</pre>"
+
+
+def _merge_line(merge: dict[str, Any]) -> str:
+    given = merge.get("parents")
+    parents = list(given) if isinstance(given, list) else []
+    took = merge.get("took")
+    first, second = [*parents, None, None][:2]
+    pairs = took.items() if isinstance(took, dict) else []
+    taken = ", ".join(f"{path} from {source}" for path, source in pairs)
+    return (
+        f"<p class=merge>merge of {esc(first)} and {esc(second)} (common ancestor "
+        f"{esc(merge.get('ancestor'))}): {esc(taken)}</p>"
+    )
+
+
+def _change(entry: dict[str, Any], values: dict[int, dict[str, Any]]) -> str:
+    cid, parent = entry.get("candidate"), entry.get("parent")
+    changes = entry_changes(entry)
+    if not isinstance(parent, int) or (not changes and "merge" not in entry):
+        return "<span class=empty>the starting values</span>"
+    label = "proposal" if cid is None else f"candidate {cid}"
+    parts = [_merge_line(entry["merge"])] if isinstance(entry.get("merge"), dict) else []
+    for path, new in changes.items():
+        old = values.get(parent, {}).get(path)
+        parts.append(_text_change(old, new, path, parent, label))
+    return "".join(parts)
+
+
+def _source(name: str, entry: dict[str, Any]) -> str:
+    """A link to the failing examples a proposal came from (none for the baseline, a merge
+    or a step that found no failure)."""
+    examples = entry.get("examples")
+    step = entry.get("step")
+    if not isinstance(examples, list) or not examples or not isinstance(step, int):
+        return ""
+    href = f"/training/step?dir={url(name)[1:]}&step={step}"
+    shown = f"{len(examples)} failing example{'' if len(examples) == 1 else 's'}"
+    return f'<a href="{esc(href)}">{esc(shown)}</a>'
+
+
+def _candidates(entries: list[dict[str, Any]], name: str = "") -> str:
     values = candidate_values(entries)
     rows = []
     for entry in entries:
-        cid, parent, path = entry.get("candidate"), entry.get("parent"), entry.get("path")
-        change = "<span class=empty>the starting values</span>"
-        if isinstance(parent, int) and isinstance(path, str):
-            old = values.get(parent, {}).get(path)
-            new = entry.get("value")
-            if isinstance(old, str) and isinstance(new, str):
-                label = "proposal" if cid is None else f"candidate {cid}"
-                change = text_diff(old, new, f"candidate {parent}:{path}", f"{label}:{path}")
-            else:
-                change = f"<pre>{esc(path)}: {esc(json.dumps(new, ensure_ascii=False))}</pre>"
+        cid, parent = entry.get("candidate"), entry.get("parent")
         rows.append(
             [
                 esc("—" if cid is None else cid),
@@ -207,10 +255,56 @@ def _candidates(entries: list[dict[str, Any]]) -> str:
                 esc(_score(entry.get("val_score"))),
                 f'<span class="badge {_kept(entry)}">{_kept(entry)}</span>',
                 esc(entry.get("reason", "")),
-                change,
+                _change(entry, values),
+                _source(name, entry),
             ]
         )
-    return table(["candidate", "parent", "score", "kept", "why", "change"], rows, empty="")
+    head = ["candidate", "parent", "score", "kept", "why", "change", "came from"]
+    return table(head, rows, empty="")
+
+
+def step_page(root: Path, name: str, step: str) -> str | None:
+    """The failing examples step `step` of fit `name` proposed from: each one's inputs,
+    expected and given output, score and feedback, and the calls of the changed module in its
+    run as the proposer saw them; secrets the board knows are left out."""
+    folder = (root / name).resolve()
+    if not folder.is_relative_to(root.resolve()) or not (folder / HISTORY).is_file():
+        return None
+    entries, _ = read_history(folder)
+    found = [
+        e for e in entries if str(e.get("step")) == step and isinstance(e.get("examples"), list)
+    ]
+    if not found:
+        return None
+    entry = found[0]
+    redactor = page_redactor()
+    changed = ", ".join(entry_changes(entry)) or str(entry.get("path") or "")
+    examples = [e for e in entry["examples"] if isinstance(e, dict)]
+    count_text = f"{len(examples)} failing example{'' if len(examples) == 1 else 's'}"
+    body = (
+        f"<p>Step {esc(step)} proposed a new value for {esc(changed)} from "
+        f"{esc(count_text)} (parent candidate {esc(entry.get('parent'))}): "
+        f"{esc(entry.get('reason', ''))}. "
+        f'<a href="/training/fit?dir={esc(url(name)[1:])}">Back to the fit</a></p>'
+    )
+    for number_, example in enumerate(examples, 1):
+        fields = []
+        for key in ("inputs", "expected", "output", "score", "feedback", "error"):
+            if example.get(key) not in (None, ""):
+                shown = example[key]
+                text = shown if isinstance(shown, str) else json.dumps(shown, ensure_ascii=False)
+                fields.append(f"<dt>{esc(key)}</dt><dd>{esc(redactor.redact(text))}</dd>")
+        trace = example.get("trace")
+        calls = (
+            f"<pre class=trace>{esc(redactor.redact(trace))}</pre>"
+            if isinstance(trace, str) and trace
+            else "<p class=empty>No trace was kept for this example.</p>"
+        )
+        body += (
+            f"<h2>Example {number_}</h2><dl>{''.join(fields)}</dl>"
+            f"<h3>Calls of the changed module in its run</h3>{calls}"
+        )
+    return page(f"Fit {name}, step {step}", "training", body)
 
 
 def _best_diff(folder: Path, entries: list[dict[str, Any]]) -> str:

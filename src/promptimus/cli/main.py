@@ -57,10 +57,18 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("checkpoint", metavar="CHECKPOINT.toml")
     show.add_argument("--full", action="store_true", help="do not fold long prompts")
     diff = commands.add_parser(
-        "diff", help="compare two checkpoints (exit 0 when equal, 1 when they differ)"
+        "diff",
+        help="compare two checkpoints (exit 0 when equal, 1 when they differ); with three, "
+        "A MERGED B, say what the merge took from each parent",
     )
     diff.add_argument("a", metavar="A.toml")
-    diff.add_argument("b", metavar="B.toml")
+    diff.add_argument("b", metavar="B.toml", nargs="?")
+    diff.add_argument("c", metavar="C.toml", nargs="?")
+    diff.add_argument(
+        "--merges",
+        action="store_true",
+        help="A is a fit's checkpoint_dir: list its merges and what each took from each parent",
+    )
     run = commands.add_parser("run", help="run a module once on INPUT and print the result")
     _module_options(run)
     run.add_argument("--json", action="store_true", help="print the run record as JSON")
@@ -103,6 +111,30 @@ def _check_streams(args: argparse.Namespace) -> None:
         )
 
 
+def _diff(args: argparse.Namespace) -> int:
+    if args.merges:
+        if args.b is not None:
+            raise CommandLineError(
+                "diff --merges takes one training run folder (a fit's checkpoint_dir), "
+                f"got {args.a}, {args.b}{', ' + args.c if args.c else ''}."
+            )
+        from .merge_diff import diff_run_merges
+
+        return diff_run_merges(args.a, sys.stdout)
+    if args.b is None:
+        raise CommandLineError(
+            "diff takes two checkpoints (A.toml B.toml), three (PARENT_A.toml MERGED.toml "
+            "PARENT_B.toml), or --merges RUN_DIR."
+        )
+    if args.c is not None:
+        from .merge_diff import diff_merged
+
+        return diff_merged(args.a, args.b, args.c, sys.stdout)
+    from .diff import diff
+
+    return diff(args.a, args.b, sys.stdout)
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     _check_streams(args)
     if args.command == "show":
@@ -110,9 +142,7 @@ def _dispatch(args: argparse.Namespace) -> int:
 
         return show(args.checkpoint, args.full, sys.stdout)
     if args.command == "diff":
-        from .diff import diff
-
-        return diff(args.a, args.b, sys.stdout)
+        return _diff(args)
     if args.command == "board":
         from .board import run_board
 

@@ -50,7 +50,7 @@ async def run_example(
                     output = await output
         except Exception as exc:
             latency = time.perf_counter() - started
-            error = one_line(exc)
+            error = trace.redact(one_line(exc))  # an error may quote a provider's key
             failed = f"the module raised {error}"
             return EvalRow(example, None, 0.0, failed, error, latency, usage, trace)
     latency = time.perf_counter() - started

@@ -11,7 +11,9 @@ from ..argument_checks import positive_int
 from ..core import Module, Parameter
 from ..errors import InvalidArgument, OptimizationError
 from ..protocols.llm import LLMProtocol
+from .blame import blamed_modules, owner_of
 from .counted_evaluation import BudgetSpent
+from .merge import MergePlan, plan_merge
 from .proposer import ProposalRequest, ProposeFn, TeacherProposer
 from .run_state import TrainState
 from .template_check import template_break
@@ -30,10 +32,21 @@ class Candidate:
 
 
 class Reflective:
-    """One trainable parameter at a time: the worst rows of a minibatch go to the proposer; the
-    candidate is tried on the same minibatch and, if better there, on the validation set, where
-    it is accepted if it beats the best so far. Parents come from the Pareto front of per-example
-    validation scores.
+    """One module at a time: a step evaluates a minibatch, reads the failing rows' traces to
+    find the module whose calls went wrong (the one that raised, else the one that gave the
+    wrong answer, else one called in those runs, in turn; see `targets`), and asks the
+    proposer for a new value of each trainable parameter that module owns, showing it the
+    worst rows with that module's calls in their runs (`trace_tokens` per row). The changes
+    are tried together on the same minibatch and, if better there, on the validation set,
+    where they are accepted if they beat the best so far. Parents come from the Pareto front
+    of per-example validation scores. The history entry of a step keeps the rows it came
+    from (`examples`, each with the trace shown), and `changes` when it changed several.
+
+    With `merge=True`, a step first looks for two candidates on the front that improved
+    different parameters since a common ancestor and scores their merge (each changed
+    parameter from the candidate that changed it) on the validation set, keeping it only if
+    it beats the best; its history entry names both parents and which parameter came from
+    which (`merge`). Each pair is tried once.
 
     Nothing a proposal does is kept unless it proves better: an empty, unchanged or
     template-breaking proposal is refused before any call, one that does no better on the
@@ -53,6 +66,7 @@ class Reflective:
         minibatch_size: int = 4,
         seed: int = 0,
         trace_tokens: int = 400,
+        merge: bool = False,
     ) -> None:
         if (teacher is None) == (propose is None):
             raise InvalidArgument(
@@ -63,6 +77,9 @@ class Reflective:
             raise InvalidArgument(
                 f"propose= must be a function (request) -> str, got {type(propose).__name__}."
             )
+        if not isinstance(merge, bool):
+            raise InvalidArgument(f"Reflective(merge=) takes True or False, got {merge!r}.")
+        self.merge = merge
         minibatch_size = positive_int(minibatch_size, "minibatch_size")
         self.trace_tokens = positive_int(trace_tokens, "trace_tokens")
         self.proposer: TeacherProposer | None = None
@@ -135,9 +152,7 @@ class Reflective:
         trace = getattr(row, "trace", None)
         if trace is None:
             return ""
-        owner, _, _ = path.rpartition(".")
-        where = f"{self._root}.{owner}" if owner else self._root
-        rendered: str = trace.render(where, max_tokens=self.trace_tokens)
+        rendered: str = trace.render(owner_of(path, self._root), max_tokens=self.trace_tokens)
         return rendered
 
     def apply(self, candidate: Candidate) -> None:
@@ -166,14 +181,29 @@ class Reflective:
             batch.append(train[order[index]])
         return batch
 
+    def targets(self, rows: list[Any], turn: int = 0) -> list[str]:
+        """The parameters a step changes for failing `rows`: every trainable parameter of the
+        module most to blame in their traces (see `promptimus.optim.blame`); when several
+        modules are equally to blame, `turn` picks one in turn."""
+        if not self._params:
+            raise InvalidArgument("Call opt.attach(module) before choosing what to change.")
+        owners = [owner_of(path, self._root) for path in self._params]
+        blamed = blamed_modules(rows, owners, self._root)
+        chosen = blamed[turn % len(blamed)]
+        return [path for path, owner in zip(self._params, owners, strict=True) if owner == chosen]
+
     async def step(self, state: TrainState) -> bool:
         """One proposal, tried and accepted or reverted. False when there is nothing to gain."""
         if state.best_score >= 1.0:
             return False
+        if self.merge:
+            scores = {cid: sum(v) / len(v) for cid, v in state.val_scores.items() if v}
+            plan = plan_merge(state.front.front(), state.candidates, scores, state.history)
+            if plan is not None:
+                await self._try_merge(state, plan)
+                return True
         rng = state.rng(self.seed, "reflective")
         parent = state.front.choose(rng)
-        paths = list(self._params)
-        path = paths[(state.step - 1) % len(paths)]
         batch = self._minibatch(state)
         # a step starts only if it can pay for the minibatch twice; validation is checked later
         state.evaluator.ensure(2 * len(batch))
@@ -184,19 +214,17 @@ class Reflective:
                 (row for row in before.rows if float(row.score) < 1.0),
                 key=lambda row: float(row.score),
             )
-            entry: dict[str, Any] = {"candidate": None, "parent": parent, "path": path}
+            entry: dict[str, Any] = {"candidate": None, "parent": parent, "path": None}
             if not worst:
                 state.record({**entry, "value": None, "accepted": False, "reason": "no failures"})
                 return True
-            candidate = await self.propose(worst, path=path)
-            if self.proposer is not None:
-                state.evaluator.add_usage(self.proposer._last_usage)
-            entry["value"] = candidate.value
+            usable = await self._proposals(state, worst, entry)
             entry["minibatch_before"] = before.total
-            if candidate.rejected:
-                state.record({**entry, "accepted": False, "reason": candidate.rejected})
+            if not usable:
+                state.record({**entry, "accepted": False, "reason": entry.pop("refusal")})
                 return True
-            self.apply(candidate)
+            for candidate in usable:
+                self.apply(candidate)
             after = await state.evaluator.run(batch)
             entry["minibatch_after"] = after.total
             if after.total <= before.total:
@@ -210,9 +238,73 @@ class Reflective:
                 reason = "budget spent before validation"
                 state.record({**entry, "accepted": False, "reason": reason})
                 raise BudgetSpent
-            measured = {k: v for k, v in entry.items() if k.startswith("minibatch_")}
+            kept = ("candidate", "parent", "path", "value")
+            extra = {k: v for k, v in entry.items() if k not in kept}
             worse = f"not better on validation: {{score:g}} <= best {state.best_score:g}"
-            await state.validate(parent, path, candidate.value, measured, worse=worse)
+            changes = {c.path: c.value for c in usable}
+            several = entry["path"] is None
+            await state.validate(
+                parent,
+                entry["path"],
+                entry["value"],
+                extra,
+                worse=worse,
+                changes=changes if several else None,
+            )
             return True
         finally:
             state.load_best()
+
+    async def _proposals(
+        self, state: TrainState, worst: list[Any], entry: dict[str, Any]
+    ) -> list[Candidate]:
+        """Ask for a new value of each parameter `targets` names for the failing rows `worst`;
+        `entry` (the step's history entry) gains what was proposed, the rows it came from and,
+        when nothing can be applied, the `refusal`. The proposals that can be applied."""
+        paths = self.targets(worst, state.step - 1)
+        proposals = []
+        for path in paths:
+            proposals.append(await self.propose(worst, path=path))
+            if self.proposer is not None:
+                state.evaluator.add_usage(self.proposer._last_usage)
+        usable = [c for c in proposals if not c.rejected]
+        refused = {c.path: c.rejected for c in proposals if c.rejected}
+        if len(paths) == 1:
+            entry["path"], entry["value"] = paths[0], proposals[0].value
+        else:
+            entry["value"] = None
+            entry["changes"] = {c.path: c.value for c in (usable if refused else proposals)}
+            if refused:
+                entry["refused"] = refused
+        entry["examples"] = [self._evidence(row, paths[0]) for row in worst]
+        if not usable:
+            entry["refusal"] = "; ".join(
+                str(reason) if len(paths) == 1 else f"{path}: {reason}"
+                for path, reason in refused.items()
+            )
+        return usable
+
+    async def _try_merge(self, state: TrainState, plan: MergePlan) -> None:
+        """Score `plan`'s merge on the validation set; it is kept only if it beats the best,
+        as every candidate (it joins the front either way, like them)."""
+        state.evaluator.ensure(len(state.valset))
+        state.load(plan.first)
+        try:
+            for path, value in plan.changes.items():
+                self._param(path).value = value
+            entry = {"merge": plan.record(), "changes": dict(plan.changes)}
+            worse = f"merge not better on validation: {{score:g}} <= best {state.best_score:g}"
+            await state.validate(plan.first, None, None, entry, worse=worse, changes=plan.changes)
+        finally:
+            state.load_best()
+
+    def _evidence(self, row: Any, path: str) -> dict[str, Any]:
+        """What the history keeps of a failing row a proposal came from: the row as
+        `EvalRow.to_dict` gives it (inputs, expected, output, score, feedback, error) and the
+        calls of the changed module in its run, as the proposer was shown them."""
+        to_dict = getattr(row, "to_dict", None)
+        shown = dict(to_dict()) if callable(to_dict) else {"score": getattr(row, "score", 0.0)}
+        for key in ("usage", "latency", "metadata"):
+            shown.pop(key, None)
+        shown["trace"] = self._trace_of(row, path)
+        return shown

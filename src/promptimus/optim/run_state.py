@@ -79,10 +79,21 @@ class TrainState:
 
     # --- recording ------------------------------------------------------------------------
 
-    def add_candidate(self, parent: int, path: str, value: Any, scores: list[float]) -> int:
+    def add_candidate(
+        self,
+        parent: int,
+        path: str | None,
+        value: Any,
+        scores: list[float],
+        *,
+        changes: dict[str, Any] | None = None,
+    ) -> int:
+        """A new candidate: `parent`'s values with `path` set to `value` (or, for several,
+        each of `changes` set)."""
         cid = max(self.candidates) + 1
         assignment = dict(self.candidates[parent])
-        assignment[path] = copy_value(value)
+        for key, new in (changes if changes is not None else {path: value}).items():
+            assignment[str(key)] = copy_value(new)
         self.candidates[cid] = assignment
         self.val_scores[cid] = list(scores)
         self.front.add(cid, scores)
@@ -102,21 +113,23 @@ class TrainState:
     async def validate(
         self,
         parent: int,
-        path: str,
+        path: str | None,
         value: Any,
         entry: dict[str, Any],
         *,
         worse: str,
         measured: Evaluation | None = None,
+        changes: dict[str, Any] | None = None,
     ) -> bool:
-        """Try the values the module holds now (``parent``'s, with ``path`` set to ``value``) on
-        the validation set: they become a candidate, recorded with ``entry`` and the scores, and
-        the best one if they beat it (else the reason is ``worse``, where ``{score}`` stands for
-        their validation score). True when they did. ``measured``: their validation run, made
-        already (on a copy of the module, beside other candidates')."""
+        """Try the values the module holds now (``parent``'s, with ``path`` set to ``value``,
+        or each of ``changes``) on the validation set: they become a candidate, recorded with
+        ``entry`` and the scores, and the best one if they beat it (else the reason is
+        ``worse``, where ``{score}`` stands for their validation score). True when they did.
+        ``measured``: their validation run, made already (on a copy of the module, beside other
+        candidates')."""
         val = measured or await self.evaluator.run(self.valset, validation=True)
         values = await self.evaluator.objective_values(val)
-        cid = self.add_candidate(parent, path, value, val.scores)
+        cid = self.add_candidate(parent, path, value, val.scores, changes=changes)
         better = self.beats_best(val.score, values)
         reason = "beats best" if better else worse.format(score=val.score)
         if values:
@@ -246,7 +259,12 @@ class TrainState:
                     ) from None
         if not history:
             return False
-        recorded = {p for e in history for p in (e.get("values") or {e.get("path"): 0}) if p}
+        recorded = {
+            p
+            for e in history
+            for p in (e.get("values") or e.get("changes") or {e.get("path"): 0})
+            if p
+        }
         unknown = sorted(recorded - set(self.params))
         if unknown or history[0].get("reason") != "baseline":
             raise OptimizationError(
@@ -264,7 +282,8 @@ class TrainState:
                 self.candidates[0] = dict(entry["values"])
             elif cid is not None:
                 self.candidates[cid] = dict(self.candidates[entry["parent"]])
-                self.candidates[cid][entry["path"]] = entry["value"]
+                changed = entry.get("changes") or {entry["path"]: entry["value"]}
+                self.candidates[cid].update(changed)
             if cid is not None:
                 self.val_scores[cid] = list(entry["val_scores"])
                 self.front.add(cid, entry["val_scores"])
