@@ -17,11 +17,17 @@ from ..argument_checks import positive_int
 from ..core.module import Module
 from ..errors import InvalidArgument
 from .callers import Callers
+from .conversations import DEFAULT_MAX_CONVERSATIONS, Conversations
 from .openai_chat import openai_routes
 from .served import Served
 from .served_run import RunSlots
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_CONCURRENT_RUNS", "app"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_CONCURRENT_RUNS",
+    "DEFAULT_MAX_CONVERSATIONS",
+    "app",
+]
 
 DEFAULT_MAX_CONCURRENT_RUNS = 64
 DEFAULT_MAX_BODY_BYTES = 1_000_000
@@ -40,6 +46,7 @@ def app(
     tokens: Mapping[str, str] | None = None,
     max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
     name: str | None = None,
     allowed_hosts: Collection[str] | None = None,
 ) -> Starlette:
@@ -51,6 +58,8 @@ def app(
       local user, no token (serve it on 127.0.0.1 only).
     - `max_concurrent_runs`: runs at once; one more gets 503 with Retry-After.
     - `max_body_bytes`: the largest request body; a larger one gets 413.
+    - `max_conversations`: without a store, the conversations kept in this process (default
+      10,000); past it the least recently used is forgotten (its next request starts afresh).
     - `name`: the model name clients see (default: the module's class name).
     - `allowed_hosts`: the `Host` headers answered (`host:port`); others get 403, so a web page
       whose domain was pointed at this address (DNS rebinding) cannot use it. None: any.
@@ -77,6 +86,7 @@ def app(
         store=store,
         slots=RunSlots(positive_int(max_concurrent_runs, "max_concurrent_runs")),
         max_body_bytes=positive_int(max_body_bytes, "max_body_bytes"),
+        conversations=Conversations(positive_int(max_conversations, "max_conversations")),
     )
     hosts = None if allowed_hosts is None else frozenset(allowed_hosts)
 
