@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..argument_checks import positive_int
 from ..core.module import Module
 from ..errors import InvalidArgument
+from .ag_ui import ag_ui_routes
 from .callers import Callers
 from .conversations import DEFAULT_MAX_CONVERSATIONS, Conversations
 from .openai_chat import openai_routes
@@ -50,7 +51,8 @@ def app(
     name: str | None = None,
     allowed_hosts: Collection[str] | None = None,
 ) -> Starlette:
-    """Serve `module`: OpenAI-compatible chat completions and models, and `GET /healthz`.
+    """Serve `module`: OpenAI-compatible chat completions and models, the AG-UI endpoint
+    (`POST /ag-ui`), and `GET /healthz`.
 
     - `store`: a session store (`promptimus.sessions`) keeping the conversations; None keeps
       them in this process.
@@ -93,7 +95,11 @@ def app(
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok", "runs": served.slots.busy})
 
-    routes = [Route("/healthz", healthz, methods=["GET"]), *openai_routes(served)]
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        *openai_routes(served),
+        *ag_ui_routes(served),
+    ]
     application = Starlette(routes=routes)
     application.add_middleware(_Guard, hosts=hosts)
     application.state.served = served

@@ -73,10 +73,13 @@ class ServedRun:
         *,
         resume: RunState | None = None,
         approvals: Mapping[str, Any] | None = None,
+        deps: Any = None,
     ) -> None:
         self.usage = Usage()
         self._queue: asyncio.Queue[AgentEvent | _End] = asyncio.Queue()
-        self._task = asyncio.create_task(self._produce(module, request, session, resume, approvals))
+        self._task = asyncio.create_task(
+            self._produce(module, request, session, resume, approvals, deps)
+        )
         # released when the task ends, however: a task cancelled before its first step never
         # runs its own `finally`
         self._task.add_done_callback(lambda _: slots.release())
@@ -88,12 +91,16 @@ class ServedRun:
         session: Session,
         resume: RunState | None,
         approvals: Mapping[str, Any] | None,
+        deps: Any,
     ) -> None:
         try:
             with track_usage() as report, session:
                 if isinstance(module, BaseAgent):
                     stream = module.stream(
-                        None if resume is not None else request, resume=resume, approvals=approvals
+                        None if resume is not None else request,
+                        deps,
+                        resume=resume,
+                        approvals=approvals,
                     )
                     async for event in stream:
                         self._queue.put_nowait(event)
