@@ -6,12 +6,14 @@ guardrails, a disconnect, and bad requests in the protocol's error shape."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from ag_ui.core import (
     CustomEvent,
@@ -27,13 +29,14 @@ from ag_ui.core import (
     ToolCallResultEvent,
     ToolCallStartEvent,
 )
-from ag_ui_client import Answer, post, run_input, user
+from ag_ui_client import Answer, parse_sse, post, run_input, user
 from pydantic import BaseModel
 from serve_support import Running, serving
 from test_openai_compatible import Gate, echo_agent, wait_for
 
 from promptimus.agents.events import CompactionEvent
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.core.module import Module
 from promptimus.dto import Message, MessageRole, Usage
 from promptimus.guardrails import OutputGuardrail, Verdict
 from promptimus.llms.scripted import ScriptedLLM
@@ -260,10 +263,11 @@ def test_a_disconnect_cancels_the_run_and_stores_nothing(store: SQLiteSessionSto
 
 
 async def _runs(running: Running) -> int:
-    import httpx
-
     async with httpx.AsyncClient() as client:
         return int((await client.get(f"{running.url}/healthz")).json()["runs"])
+
+
+URL = {"type": "url", "value": "http://127.0.0.1:9/cat.png"}
 
 
 def _bad(thread: str = "b", **extra: Any) -> bytes:
@@ -308,6 +312,31 @@ def _bad(thread: str = "b", **extra: Any) -> bytes:
             400,
             "invalid_tools",
         ),
+        (_bad(tools="x"), 400, "invalid_input"),
+        (_bad(resume=[{"interruptId": "x"}]), 400, "invalid_input"),
+        (_bad(thread=" "), 400, "invalid_input"),
+        (_bad(context=[{"description": 1, "value": "v"}]), 400, "invalid_input"),
+        (
+            json.dumps(
+                run_input(
+                    "img",
+                    {"id": "1", "role": "user", "content": [{"type": "image", "source": URL}]},
+                )
+            ).encode(),
+            400,
+            "invalid_content",
+        ),
+        (
+            b'{"threadId": "t", "runId": "r", "messages": [{"id": "1", "role": "user", '
+            b'"content": "x"}], "state": ' + b'{"a": ' * 600 + b"1" + b"}" * 600 + b"}",
+            400,
+            "invalid_state",
+        ),
+        (
+            b'{"threadId": "t", "runId": "r", "messages": [' + b"[" * 5000 + b"]" * 5000 + b"]}",
+            400,
+            "invalid_json",
+        ),
     ],
 )
 def test_bad_requests_are_4xx_run_errors(
@@ -316,6 +345,29 @@ def test_bad_requests_are_4xx_run_errors(
     answer = post(server.url, body)
     assert answer.status == status and answer.error is not None
     assert answer.error.code == code and answer.error.message
+
+
+def test_a_body_not_declared_json_is_415(server: Running) -> None:
+    answer = post(server.url, _bad(), headers={"content-type": "text/plain"})
+    assert answer.status == 415 and answer.error is not None
+    assert answer.error.code == "unsupported_media_type"
+
+
+def tangle(ctx: RunContext[Any]) -> str:
+    """Ties the state into a loop."""
+    ctx.deps["self"] = ctx.deps
+    return "tangled"
+
+
+def test_a_state_a_tool_left_unwritable_ends_in_run_error_not_a_cut_stream() -> None:
+    agent = OpenaiToolCallingAgent("You tangle.", [tangle])
+    agent.with_llm(S([S.tool_call("tangle", {}), "Done."]))
+    with serving(app(agent)) as running:
+        answer = post(running.url, run_input("s", user("go"), state={"n": 1}))
+        assert answer.status == 200
+        assert answer.types()[-1] == "RUN_ERROR"
+        assert answer.of(RunErrorEvent)[0].code == "run_failed"
+        assert ask(running, "s2", "still serving").status == 200
 
 
 def test_a_body_past_the_limit_is_413() -> None:
@@ -336,3 +388,51 @@ def test_compaction_is_a_custom_event() -> None:
         "tokensAfter": 2000,
         "steps": ["clear_tool_results", "summarize"],
     }
+
+
+class Shout(Module):
+    """Not an agent: a module that answers text with text."""
+
+    async def forward(self, text: str) -> str:
+        return text.upper()
+
+
+def test_a_module_that_is_no_agent_answers_as_one_text_message() -> None:
+    with serving(app(Shout())) as running:
+        answer = ask(running, "p", "quiet please")
+    assert answer.types() == [
+        "RUN_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+        "TEXT_MESSAGE_END",
+        "RUN_FINISHED",
+    ]
+    assert answer.text() == "QUIET PLEASE"
+
+
+def test_many_users_at_once_on_one_thread_id_never_cross(store: SQLiteSessionStore) -> None:
+    """Eight callers at once, two turns each, all naming the thread "same", on a real SQLite
+    file: each hears only its own turns."""
+    tokens = {f"token-of-user-{n}": f"user{n}" for n in range(8)}
+
+    async def talk(client: httpx.AsyncClient, token: str) -> str:
+        heard = ""
+        for turn in range(2):
+            reply = await client.post(
+                f"{running.url}/ag-ui",
+                json=run_input("same", user(f"{token} {turn}")),
+                headers={"authorization": f"Bearer {token}"},
+                timeout=60,
+            )
+            heard = "".join(
+                e.delta for e in parse_sse(reply.text) if isinstance(e, TextMessageContentEvent)
+            )
+        return heard
+
+    async def main() -> list[str]:
+        async with httpx.AsyncClient() as client:
+            return list(await asyncio.gather(*(talk(client, token) for token in tokens)))
+
+    with serving(app(echo_agent(), store=store, tokens=tokens)) as running:
+        heard = asyncio.run(main())
+    assert heard == [f"heard: {token} 0 | {token} 1" for token in tokens]

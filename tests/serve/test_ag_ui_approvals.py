@@ -155,3 +155,26 @@ def test_the_openai_face_still_answers_409_for_a_call_waiting_for_approval(
     assert reply.status_code == 409
     assert json.loads(reply.text)["error"]["code"] == "approval_required"
     assert BOOKED == []
+
+
+def test_past_the_limit_the_oldest_paused_run_is_forgotten(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from promptimus.serve import ag_ui
+
+    monkeypatch.setattr(ag_ui, "MAX_PAUSED_RUNS", 2)
+    calls = [S.tool_call("book", {"room": f"room{n}"}, id=f"c{n}") for n in range(3)]
+    llm = S([*calls, last_tool_result])
+    agent = OpenaiToolCallingAgent("You book.", [Tool(book, requires_approval=True)])
+    BOOKED.clear()
+    with serving(app(agent.with_llm(llm))) as running:
+        waiting = [
+            interrupted(post(running.url, run_input(f"t{n}", user("book")))).interrupts[0]
+            for n in range(3)
+        ]
+        forgotten = post(running.url, answer_to("t0", waiting[0].id, "resolved", True))
+        assert forgotten.status == 400 and forgotten.error is not None
+        assert forgotten.error.code == "invalid_resume"
+        kept = post(running.url, answer_to("t2", waiting[2].id, "resolved", True))
+        assert kept.text() == "done: booked room2"
+    assert BOOKED == ["room2"]

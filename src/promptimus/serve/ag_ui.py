@@ -42,6 +42,15 @@ Approvals: a `resume` entry `{interruptId, status: "resolved", payload: true}` (
 `status: "cancelled"` denies it, and the model is told. Every waiting call needs an answer;
 a new message on a thread with calls waiting is 409 until they are answered.
 
+Front-end tools: the tools the request declares are offered to the model beside the module's
+own (`promptimus.serve.ag_ui_tools`). A call of one ends the run with `RUN_FINISHED` whose
+`success` outcome names it in `pendingToolCallIds`; the next request's tool message carries its
+result, and the paused run goes on (that result is not sent back as a `TOOL_CALL_RESULT`).
+
+A paused run waits in this process, with its thread (at most `MAX_PAUSED_RUNS`, the oldest
+forgotten first); a restarted server has forgotten it, and the thread goes on from its stored
+conversation.
+
 A request the server refuses before running (bad JSON, a body that is no `RunAgentInput`, an
 unknown role, a tool result for a call never made, too large, no token, no free run slot) is an
 HTTP 4xx or 503 whose JSON body is a `RUN_ERROR` event (`message`, `code`).
@@ -50,8 +59,9 @@ HTTP 4xx or 503 whose JSON body is a `RUN_ERROR` event (`message`, `code`).
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ag_ui.core import (
@@ -60,6 +70,8 @@ from ag_ui.core import (
     RunErrorEvent,
     RunFinishedEvent,
     RunFinishedInterruptOutcome,
+    RunFinishedOutcome,
+    RunFinishedSuccessOutcome,
     RunStartedEvent,
     StateSnapshotEvent,
     TokenUsage,
@@ -73,10 +85,12 @@ from starlette.routing import Route
 from ..agents.base_agent import BaseAgent
 from ..agents.events import FinalResult, NeedsApproval
 from ..agents.run_state import RunState
+from ..agents.run_tools import offering
 from ..dto import Message, Usage
 from ..errors import PromptimusError
 from .ag_ui_events import Translation
 from .ag_ui_input import RunInput, read_run_input
+from .ag_ui_tools import FrontEndTool, answering, front_end_tools
 from .callers import scoped_id
 from .openai_chat import run_failure
 from .refusal import Refused
@@ -89,6 +103,8 @@ __all__ = ["ag_ui_routes"]
 log = logging.getLogger("promptimus.serve")
 
 APPROVAL = "tool_approval"
+MAX_PAUSED_RUNS = 10_000
+"""Paused runs kept per server; past it the oldest is forgotten (its thread starts afresh)."""
 
 
 def error_response(refused: Refused) -> JSONResponse:
@@ -101,11 +117,38 @@ def error_response(refused: Refused) -> JSONResponse:
 
 @dataclass
 class _Paused:
-    """A run of a thread waiting for its client: the state to resume, and the calls waiting
-    (approval id to the model's call id)."""
+    """A thread's run waiting for its client: the state to resume, the calls waiting for
+    approval (interrupt id to the model's call id), the front-end calls waiting for their
+    result (call id to interrupt id), and the client's tools to offer again."""
 
     state: RunState
-    waiting: dict[str, str]
+    approvals: dict[str, str]
+    front: dict[str, str]
+    tools: list[FrontEndTool]
+
+
+@dataclass
+class _Start:
+    """What a request starts: a new run (`resume` None) or the paused one it answers."""
+
+    resume: RunState | None = None
+    decisions: dict[str, bool | str] | None = None
+    results: dict[str, str] = field(default_factory=dict)
+    tools: list[FrontEndTool] = field(default_factory=list)
+
+    def unnamed(self) -> list[tuple[str, str]]:
+        """The resumed run's calls that have no id (tool name, the id sent for each)."""
+        if self.resume is None:
+            return []
+        return [(c.name, c.approval_id) for c in self.resume.paused if c.call_id is None]
+
+    def unnamed_results(self) -> dict[str, list[str]]:
+        """The client's results of those calls, by tool name, in order."""
+        by_name: dict[str, list[str]] = {}
+        for name, call in self.unnamed():
+            if call in self.results:
+                by_name.setdefault(name, []).append(self.results[call])
+        return by_name
 
 
 def _usage(usage: Usage) -> list[TokenUsage] | None:
@@ -138,78 +181,97 @@ def _decision(status: str, payload: Any) -> bool | str:
     )
 
 
-def _interrupts(paused: NeedsApproval) -> tuple[list[Interrupt], dict[str, str]]:
-    interrupts: list[Interrupt] = []
-    waiting: dict[str, str] = {}
+def _interrupts(paused: NeedsApproval, front_names: set[str]) -> _Paused:
+    """Split a pause into calls waiting for approval and front-end calls for the client."""
+    approvals: dict[str, str] = {}
+    front: dict[str, str] = {}
     for call in paused.state.paused:
-        waiting[call.approval_id] = call.call_id or call.approval_id
-        pending = call.pending()
-        interrupts.append(
-            Interrupt(
-                id=call.approval_id,
-                reason=APPROVAL,
-                message=call.reason or f"The tool {call.name!r} needs your approval to run.",
-                tool_call_id=call.call_id,
-                response_schema={
-                    "type": "object",
-                    "properties": {
-                        "approved": {"type": "boolean"},
-                        "reason": {"type": "string"},
-                    },
-                    "required": ["approved"],
-                },
-                metadata={"toolName": call.name, "arguments": pending.arguments},
-            )
+        if call.name in front_names and call.reason is None:
+            front[call.call_id or call.approval_id] = call.approval_id
+        else:
+            approvals[call.approval_id] = call.call_id or call.approval_id
+    return _Paused(paused.state, approvals, front, [])
+
+
+def _interrupt(paused: RunState, approval_id: str) -> Interrupt:
+    call = next(c for c in paused.paused if c.approval_id == approval_id)
+    return Interrupt(
+        id=call.approval_id,
+        reason=APPROVAL,
+        message=call.reason or f"The tool {call.name!r} needs your approval to run.",
+        tool_call_id=call.call_id,
+        response_schema={
+            "type": "object",
+            "properties": {"approved": {"type": "boolean"}, "reason": {"type": "string"}},
+            "required": ["approved"],
+        },
+        metadata={"toolName": call.name, "arguments": call.pending().arguments},
+    )
+
+
+def _fresh(given: RunInput, module: Any) -> _Start:
+    """A new run: refused when the request answers something, or has nothing to answer."""
+    if given.results:
+        call = next(iter(given.results))
+        raise Refused(
+            400,
+            f"The tool result for {call!r} answers no call this thread is waiting for.",
+            "invalid_tool_result",
         )
-    return interrupts, waiting
+    if given.resume:
+        raise Refused(
+            400, "resume answers an interrupt, but this thread has none waiting.", "invalid_resume"
+        )
+    if not given.new:
+        raise Refused(400, "There is nothing to answer: send a user message.", "invalid_messages")
+    if not isinstance(module, BaseAgent):
+        return _Start()
+    return _Start(tools=front_end_tools(given.tools, module.tool_names()))
+
+
+def _resumed(given: RunInput, paused: _Paused) -> _Start:
+    """The paused run, with the client's answers: every waiting call needs one."""
+    unknown = [i for i in given.resume if i not in paused.approvals]
+    if unknown:
+        raise Refused(
+            400, f"resume answers the unknown interrupt {unknown[0]!r}.", "invalid_resume"
+        )
+    strange = [c for c in given.results if c not in paused.front]
+    if strange:
+        raise Refused(
+            400,
+            f"The tool result for {strange[0]!r} answers no call this thread is waiting for.",
+            "invalid_tool_result",
+        )
+    if not given.resume and not given.results:
+        raise Refused(
+            409,
+            "This thread's run is waiting: answer its interrupts (resume) and send the results "
+            "of its front-end tool calls first.",
+            "interrupt_pending",
+        )
+    missing = [i for i in paused.approvals if i not in given.resume]
+    if missing:
+        raise Refused(
+            400,
+            f"resume must answer every waiting interrupt; {missing[0]!r} has none.",
+            "invalid_resume",
+        )
+    unanswered = [c for c in paused.front if c not in given.results]
+    if unanswered:
+        raise Refused(
+            400,
+            f"Send the result of every front-end tool call; {unanswered[0]!r} has none.",
+            "invalid_tool_result",
+        )
+    decisions: dict[str, bool | str] = {i: _decision(*given.resume[i]) for i in paused.approvals}
+    decisions.update({approval: True for approval in paused.front.values()})
+    return _Start(paused.state, decisions, dict(given.results), paused.tools)
 
 
 def ag_ui_routes(served: Served) -> list[Route]:
-    paused_runs: dict[str, _Paused] = {}
+    paused_runs: OrderedDict[str, _Paused] = OrderedDict()
     encoder = EventEncoder()
-
-    def plan(given: RunInput, key: str) -> tuple[RunState | None, dict[str, bool | str] | None]:
-        """The run to start: a new one for new messages, or the paused one the request answers."""
-        paused = paused_runs.get(key)
-        if paused is None:
-            if given.results:
-                call = next(iter(given.results))
-                raise Refused(
-                    400,
-                    f"The tool result for {call!r} answers no call this thread is waiting for.",
-                    "invalid_tool_result",
-                )
-            if given.resume:
-                raise Refused(
-                    400,
-                    "resume answers an interrupt, but this thread has none waiting.",
-                    "invalid_resume",
-                )
-            if not given.new:
-                raise Refused(
-                    400, "There is nothing to answer: send a user message.", "invalid_messages"
-                )
-            return None, None
-        unknown = [i for i in given.resume if i not in paused.waiting]
-        if unknown:
-            raise Refused(
-                400, f"resume answers the unknown interrupt {unknown[0]!r}.", "invalid_resume"
-            )
-        if not given.resume:
-            raise Refused(
-                409,
-                "This thread has tool calls waiting for approval: answer them (resume) first.",
-                "interrupt_pending",
-            )
-        missing = [i for i in paused.waiting if i not in given.resume]
-        if missing:
-            raise Refused(
-                400,
-                f"resume must answer every waiting interrupt; {missing[0]!r} has none.",
-                "invalid_resume",
-            )
-        approvals = {i: _decision(*given.resume[i]) for i in paused.waiting}
-        return paused.state, approvals
 
     async def run_ag_ui(request: Request) -> Response:
         try:
@@ -217,33 +279,37 @@ def ag_ui_routes(served: Served) -> list[Route]:
             given = read_run_input(await served.body(request))
             session = served.session(user, given.thread_id)
             key = scoped_id(user, given.thread_id)
-            resume, approvals = plan(given, key)
+            paused = paused_runs.get(key)
+            start = _fresh(given, served.module) if paused is None else _resumed(given, paused)
             served.slots.take()
         except Refused as refused:
             return error_response(refused)
-        if resume is not None:
+        if paused is not None:
             del paused_runs[key]  # a paused run resumes once
-        state = given.given.state
         request_value: Any = given.new
         if not isinstance(served.module, BaseAgent):
-            request_value = given.new[-1].content if given.new else ""
-        run = ServedRun(
-            served.module,
-            request_value,
-            session,
-            served.slots,
-            resume=resume,
-            approvals=approvals,
-            deps=state,
-        )
+            request_value = given.new[-1].content
+        with (
+            offering(served.module, start.tools),
+            answering(start.results, start.unnamed_results()),
+        ):
+            run = ServedRun(
+                served.module,
+                request_value,
+                session,
+                served.slots,
+                resume=start.resume,
+                approvals=start.decisions,
+                deps=given.given.state,
+            )
         return StreamingResponse(
-            _stream(request, run, given, key),
+            _stream(request, run, given, key, start),
             media_type=encoder.get_content_type(),
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
 
     async def _stream(
-        request: Request, run: ServedRun, given: RunInput, key: str
+        request: Request, run: ServedRun, given: RunInput, key: str, start: _Start
     ) -> AsyncIterator[str]:
         thread, run_id = given.thread_id, given.run_id
 
@@ -251,7 +317,7 @@ def ag_ui_routes(served: Served) -> list[Route]:
             return encoder.encode(event)
 
         yield out(RunStartedEvent(thread_id=thread, run_id=run_id))
-        translation = Translation()
+        translation = Translation(set(start.results), start.unnamed())
         final: FinalResult[Any] | None = None
         paused: NeedsApproval | None = None
         events = run.events(request)
@@ -274,22 +340,49 @@ def ag_ui_routes(served: Served) -> list[Route]:
             return
         finally:
             await events.aclose()
-        for translated in translation.close():
-            yield out(translated)
+        try:
+            last, waiting = finish(translation, run, given, start, final, paused)
+            chunks = [out(event) for event in [*translation.close(), *last]]  # encoded first
+            if waiting is not None:
+                paused_runs[key] = waiting
+                paused_runs.move_to_end(key)
+                while len(paused_runs) > MAX_PAUSED_RUNS:  # the oldest waits no more
+                    paused_runs.popitem(last=False)
+        except Exception as exc:
+            log.error("the AG-UI run's last events could not be written", exc_info=exc)
+            refused = run_failure(exc)
+            chunks = [out(RunErrorEvent(message=refused.message, code=refused.code))]
+        for chunk in chunks:
+            yield chunk
+
+    def finish(
+        translation: Translation,
+        run: ServedRun,
+        given: RunInput,
+        start: _Start,
+        final: FinalResult[Any] | None,
+        paused: NeedsApproval | None,
+    ) -> tuple[list[BaseEvent], _Paused | None]:
+        """The run's last events (the pause or the answer, state, RUN_FINISHED), and what waits
+        for the client when the run paused."""
+        thread, run_id = given.thread_id, given.run_id
         if paused is not None:
-            interrupts, waiting = _interrupts(paused)
-            paused_runs[key] = _Paused(paused.state, waiting)
-            outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
-            yield out(
-                RunFinishedEvent(
-                    thread_id=thread, run_id=run_id, outcome=outcome, usage=_usage(run.usage)
-                )
+            waiting = _interrupts(paused, {tool.name for tool in start.tools})
+            waiting.tools = start.tools
+            outcome: RunFinishedOutcome
+            if waiting.approvals:
+                interrupts = [_interrupt(paused.state, i) for i in waiting.approvals]
+                outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+            else:
+                outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=list(waiting.front))
+            usage = _usage(run.usage)
+            finished = RunFinishedEvent(
+                thread_id=thread, run_id=run_id, outcome=outcome, usage=usage
             )
-            return
+            return [finished], waiting
         if final is None:
             refused = run_failure(PromptimusError("the run ended without an answer"))
-            yield out(RunErrorEvent(message=refused.message, code=refused.code))
-            return
+            return [RunErrorEvent(message=refused.message, code=refused.code)], None
         answer = served_text(final.output)
         streamed = translation.streamed_text
         if not streamed:
@@ -298,18 +391,15 @@ def ag_ui_routes(served: Served) -> list[Route]:
             missing = answer[len(streamed) :]
         else:
             missing = ""
-        for translated in translation.answer(missing):
-            yield out(translated)
+        ending: list[BaseEvent] = list(translation.answer(missing))
         if given.given.state is not None:
             snapshot = to_jsonable_python(given.given.state, fallback=str)
-            yield out(StateSnapshotEvent(snapshot=snapshot))
+            ending.append(StateSnapshotEvent(snapshot=snapshot))
         result = None
         if not isinstance(final.output, str | Message):  # a structured answer, as JSON
             result = to_jsonable_python(final.output, fallback=str)
-        yield out(
-            RunFinishedEvent(
-                thread_id=thread, run_id=run_id, result=result, usage=_usage(run.usage)
-            )
-        )
+        usage = _usage(run.usage)
+        ending.append(RunFinishedEvent(thread_id=thread, run_id=run_id, result=result, usage=usage))
+        return ending, None
 
     return [Route("/ag-ui", run_ag_ui, methods=["POST"])]

@@ -66,14 +66,19 @@ class _Lane:
     step_text: str = ""
     calls: dict[str, str] = field(default_factory=dict)
     unnamed: list[tuple[str, str]] = field(default_factory=list)
+    per_step: dict[int, int] = field(default_factory=dict)
 
 
 class Translation:
     """Turns one run's agent events into AG-UI events (`events(event)`), and closes what is
-    open at its end (`close()`)."""
+    open at its end (`close()`). `answered`: the calls whose results the client sent (its
+    front-end tools' calls): their results are not sent back to it."""
 
-    def __init__(self) -> None:
-        self.main = _Lane(None)
+    def __init__(
+        self, answered: set[str] | None = None, unnamed: list[tuple[str, str]] | None = None
+    ) -> None:
+        self.main = _Lane(None, unnamed=list(unnamed or []))
+        self._answered = answered or set()
         self._subagents: dict[tuple[str, str | None], _Lane] = {}
         self._by_call: dict[str, tuple[str, str | None]] = {}
 
@@ -132,7 +137,7 @@ class Translation:
             parent_message = lane.text
             yield from self._close_open(lane)
             lane.step_text = ""
-            call = self._call_id(lane, event.id, event.name)
+            call = self._call_id(lane, event.id, event.name, event.step)
             yield ToolCallStartEvent(
                 tool_call_id=call,
                 tool_call_name=event.name,
@@ -147,6 +152,8 @@ class Translation:
         elif isinstance(event, ToolResultEvent | ToolErrorEvent):
             yield from self._close_open(lane)
             call = self._result_id(lane, event.id, event.name)
+            if lane.subagent is None and call in self._answered:
+                return  # the client's own result of a front-end call: it has it
             yield from self._finish_subagents(call)
             content = event.result if isinstance(event, ToolResultEvent) else event.error
             yield ToolCallResultEvent(
@@ -214,12 +221,15 @@ class Translation:
 
     # ------------------------------------------------------------------ ids and closing
 
-    def _call_id(self, lane: _Lane, given: str | None, name: str) -> str:
+    def _call_id(self, lane: _Lane, given: str | None, name: str, step: int) -> str:
+        position = lane.per_step.get(step, 0)
+        lane.per_step[step] = position + 1
         if given is not None:
-            call = lane.calls.setdefault(given, given)
-        else:  # a text-protocol agent's calls have no id: name them, match results by name
-            call = new_id("call")
-            lane.unnamed.append((name, call))
+            return lane.calls.setdefault(given, given)
+        # a text-protocol agent's calls have no id: each is named as a paused run names it
+        # (`call_<step>_<position>`), and its result is matched by the tool's name
+        call = f"call_{step}_{position}"
+        lane.unnamed.append((name, call))
         return call
 
     def _result_id(self, lane: _Lane, given: str | None, name: str) -> str:

@@ -10,12 +10,14 @@ from typing import Any
 from ag_ui.core import (
     AssistantMessage,
     RunAgentInput,
+    StateSnapshotEvent,
     TextPart,
     ToolMessage,
     UserMessage,
 )
 from ag_ui.core import Tool as ClientTool
 from pydantic import ValidationError
+from pydantic_core import PydanticSerializationError
 
 from ..dto import Message, MessageRole
 from .refusal import Refused
@@ -90,9 +92,23 @@ def _tool_content(message: ToolMessage, index: int) -> str:
     raise Refused(400, f"messages[{index}]: a tool result must be text here.", "invalid_content")
 
 
+def _check_state(state: Any) -> None:
+    """The state must come back out as JSON (a STATE_SNAPSHOT): refuse now what cannot."""
+    try:
+        StateSnapshotEvent(snapshot=state).model_dump_json()
+    except (ValueError, RecursionError, PydanticSerializationError):
+        raise Refused(
+            400, "state nests too deeply to be sent back; send a flatter state.", "invalid_state"
+        ) from None
+
+
 def read_run_input(body: Any) -> RunInput:
     """`body` (parsed JSON) as a `RunInput`, or `Refused` 400."""
     given = _validated(body)
+    if not given.thread_id.strip():
+        raise Refused(400, "threadId must name the conversation.", "invalid_input")
+    if given.state is not None:
+        _check_state(given.state)
     messages = given.messages
     start = len(messages)
     while start > 0 and not isinstance(messages[start - 1], AssistantMessage):

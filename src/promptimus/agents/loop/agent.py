@@ -16,6 +16,7 @@ from ...modules.partial_output_stream import StreamedAnswer
 from ...tools.run_context import HandoffView
 from ...tools.tool import Tool
 from ..live_tools import LiveTools
+from ..run_tools import offered_tools
 from ..step_hooks import StepHook
 from ..tool_limits import ToolSlots
 from .decisions import Decision, LoopState, ToolInvocation
@@ -47,12 +48,17 @@ class LoopAgent(Module):
         return list(self.tools)
 
     def _tool(self, name: str) -> Tool | None:
-        """The tool called `name`, None if the agent has none by that name."""
+        """The tool called `name` (the agent's own, else one offered to this run; see
+        `promptimus.agents.run_tools`), None if there is none by that name."""
         tool = self.tools.get(name)
-        return tool if isinstance(tool, Tool) else None
+        if isinstance(tool, Tool):
+            return tool
+        return next((t for t in offered_tools(self) if t.name == name), None)
 
     def _all_tools(self) -> list[Tool]:
-        return [tool for tool in self.tools.values() if isinstance(tool, Tool)]
+        own = [tool for tool in self.tools.values() if isinstance(tool, Tool)]
+        offered = [tool for tool in offered_tools(self) if tool.name not in self.tools]
+        return [*own, *offered]
 
     # ------------------------------------------------------------------ hooks of a kind of agent
 

@@ -39,7 +39,7 @@ class RunOptions:
             variables,
             agent._preamble(variables, run.state),
             agent._provider_kwargs(run.state),
-            any(getattr(tool, "may_need_approval", False) for tool in agent.tools.values()),
+            any(tool.may_need_approval for tool in agent._all_tools()),
             agent._live_tools.generation,
         )
 

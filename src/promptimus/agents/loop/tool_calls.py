@@ -7,9 +7,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from ...core import ModuleDict
 from ...dto.run_record import ToolCallRecord
 from ...errors import ApprovalRequired, SubAgentPaused
 from ...tools.run_context import RunContext
+from ..run_tools import offered_tools
 from .active_run import Emit, tool_event
 from .agent import LoopAgent
 from .decisions import ToolInvocation
@@ -48,9 +50,17 @@ async def _run_calls(
     agent: LoopAgent, calls: list[ToolInvocation], ctx: RunContext[Any], emit: Emit | None
 ) -> list[ToolCallRecord]:
     run_tool_call = agent.executor.run_tool_call
-    tools, timeout, slots = agent.tools, agent.tool_timeout, agent._tool_slots
+    timeout, slots = agent.tool_timeout, agent._tool_slots
+    offered = {t.name: t for t in offered_tools(agent) if t.name not in agent.tools}
+    extra = ModuleDict(offered) if offered else None
+
+    def table(call: ToolInvocation) -> ModuleDict:
+        """The tools a call is looked up in: the agent's own, or those offered to its run."""
+        return extra if extra is not None and call.name in offered else agent.tools
+
     semaphore = slots.for_run()
     if len(calls) == 1:
+        tools = table(calls[0])
         if semaphore is None:
             entry = await run_tool_call(tools, calls[0], ctx, timeout)
         else:
@@ -62,9 +72,9 @@ async def _run_calls(
         return []
     tasks = [
         asyncio.ensure_future(
-            run_tool_call(tools, call, ctx, timeout)
+            run_tool_call(table(call), call, ctx, timeout)
             if semaphore is None
-            else slots.run(semaphore, run_tool_call, tools, call, ctx, timeout)
+            else slots.run(semaphore, run_tool_call, table(call), call, ctx, timeout)
         )
         for call in calls
     ]
