@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,15 +35,17 @@ from pydantic import BaseModel
 from serve_support import Running, serving
 from test_openai_compatible import Gate, echo_agent, wait_for
 
-from promptimus.agents.events import CompactionEvent
+from promptimus.agents.events import CompactionEvent, SubAgentEvent, TextDelta
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.core.module import Module
 from promptimus.dto import Message, MessageRole, Usage
 from promptimus.guardrails import OutputGuardrail, Verdict
+from promptimus.llms import OpenAILike
 from promptimus.llms.scripted import ScriptedLLM
 from promptimus.serve import app
 from promptimus.serve.ag_ui_events import Translation
 from promptimus.sessions import SQLiteSessionStore
+from promptimus.testing import FakeOpenAIServer, Reply, ToolCall
 from promptimus.tools import RunContext, Tool
 
 S = ScriptedLLM
@@ -436,3 +439,59 @@ def test_many_users_at_once_on_one_thread_id_never_cross(store: SQLiteSessionSto
     with serving(app(echo_agent(), store=store, tokens=tokens)) as running:
         heard = asyncio.run(main())
     assert heard == [f"heard: {token} 0 | {token} 1" for token in tokens]
+
+
+def test_closing_a_run_closes_a_nested_run_left_open() -> None:
+    translation = Translation()
+    opened = list(
+        translation.events(SubAgentEvent("root.researcher", "c1", TextDelta("half", 0), 0))
+    )
+    assert [e.type.value for e in opened] == [
+        "SUBAGENT_STARTED",
+        "TEXT_MESSAGE_START",
+        "TEXT_MESSAGE_CONTENT",
+    ]
+    closed = list(translation.close())
+    assert [e.type.value for e in closed] == ["TEXT_MESSAGE_END", "SUBAGENT_FINISHED"]
+    assert {getattr(e, "subagent_run_id", None) for e in [*opened, *closed]} == {
+        opened[0].subagent_run_id
+    }
+    assert list(translation.close()) == []
+
+
+def test_an_agent_on_the_fake_openai_server_streams_through_the_endpoint() -> None:
+    """The served agent's model is the real `openai` SDK talking to the fake OpenAI server."""
+    with FakeOpenAIServer() as fake:
+        fake.chat.script(
+            Reply(content="Let me read.", tool_calls=[ToolCall("crawl", {"pages": 1})]),
+            "I read one page.",
+        )
+        llm = OpenAILike("m", api_key=fake.api_key, base_url=fake.base_url, timeout=30.0)
+        agent = OpenaiToolCallingAgent("You read.", [crawl]).with_llm(llm)
+        with serving(app(agent)) as running:
+            answer = ask(running, "fake", "read a page")
+    types = answer.types()
+    assert types[0] == "RUN_STARTED" and types[-1] == "RUN_FINISHED"
+    assert answer.text() == "Let me read.I read one page."
+    (start,) = answer.of(ToolCallStartEvent)
+    (result,) = answer.of(ToolCallResultEvent)
+    assert start.tool_call_id == result.tool_call_id and result.content == "read 1"
+    first_message_end = types.index("TEXT_MESSAGE_END")
+    assert first_message_end < types.index("TOOL_CALL_START")
+
+
+def test_a_run_past_the_limit_gets_503_with_retry_after() -> None:
+    gate = Gate()
+    agent = OpenaiToolCallingAgent("You wait.").with_llm(S(gate.reply))
+    with serving(app(agent, max_concurrent_runs=1)) as running:
+        answers: list[Answer] = []
+        first = threading.Thread(target=lambda: answers.append(ask(running, "a", "first")))
+        first.start()
+        wait_for(lambda: gate.started == 1)
+        busy = ask(running, "b", "one too many")
+        assert busy.status == 503 and busy.headers["retry-after"] == "1"
+        assert busy.error is not None and busy.error.code == "server_busy"
+        gate.open.set()
+        first.join(60)
+        assert answers[0].text() == "heard: first"
+        assert ask(running, "b", "after").text() == "heard: after"

@@ -269,23 +269,75 @@ def _resumed(given: RunInput, paused: _Paused) -> _Start:
     return _Start(paused.state, decisions, dict(given.results), paused.tools)
 
 
-def ag_ui_routes(served: Served) -> list[Route]:
-    paused_runs: OrderedDict[str, _Paused] = OrderedDict()
-    encoder = EventEncoder()
+def _paused_end(
+    given: RunInput, start: _Start, paused: NeedsApproval, usage: Usage
+) -> tuple[list[BaseEvent], _Paused]:
+    """A paused run's RUN_FINISHED: interrupts for approvals, else the front-end calls for the
+    client; and what waits for the client's answer."""
+    waiting = _interrupts(paused, {tool.name for tool in start.tools})
+    waiting.tools = start.tools
+    outcome: RunFinishedOutcome
+    if waiting.approvals:
+        interrupts = [_interrupt(paused.state, i) for i in waiting.approvals]
+        outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+    else:
+        outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=list(waiting.front))
+    finished = RunFinishedEvent(
+        thread_id=given.thread_id, run_id=given.run_id, outcome=outcome, usage=_usage(usage)
+    )
+    return [finished], waiting
 
-    async def run_ag_ui(request: Request) -> Response:
+
+def _answer_end(
+    translation: Translation, given: RunInput, final: FinalResult[Any], usage: Usage
+) -> list[BaseEvent]:
+    """A finished run's last events: what of the answer has not streamed, the state, and
+    RUN_FINISHED."""
+    answer = served_text(final.output)
+    streamed = translation.streamed_text
+    if not streamed:
+        missing = answer
+    elif answer.startswith(streamed):
+        missing = answer[len(streamed) :]
+    else:
+        missing = ""
+    ending: list[BaseEvent] = list(translation.answer(missing))
+    if given.given.state is not None:
+        snapshot = to_jsonable_python(given.given.state, fallback=str)
+        ending.append(StateSnapshotEvent(snapshot=snapshot))
+    result = None
+    if not isinstance(final.output, str | Message):  # a structured answer, as JSON
+        result = to_jsonable_python(final.output, fallback=str)
+    ending.append(
+        RunFinishedEvent(
+            thread_id=given.thread_id, run_id=given.run_id, result=result, usage=_usage(usage)
+        )
+    )
+    return ending
+
+
+class _Face:
+    """The endpoint of one served app: its paused runs (by scoped thread id) and encoder."""
+
+    def __init__(self, served: Served) -> None:
+        self.served = served
+        self.paused: OrderedDict[str, _Paused] = OrderedDict()
+        self.encoder = EventEncoder()
+
+    async def endpoint(self, request: Request) -> Response:
+        served = self.served
         try:
             user = served.caller(request)
             given = read_run_input(await served.body(request))
             session = served.session(user, given.thread_id)
             key = scoped_id(user, given.thread_id)
-            paused = paused_runs.get(key)
+            paused = self.paused.get(key)
             start = _fresh(given, served.module) if paused is None else _resumed(given, paused)
             served.slots.take()
         except Refused as refused:
             return error_response(refused)
         if paused is not None:
-            del paused_runs[key]  # a paused run resumes once
+            del self.paused[key]  # a paused run resumes once
         request_value: Any = given.new
         if not isinstance(served.module, BaseAgent):
             request_value = given.new[-1].content
@@ -303,20 +355,18 @@ def ag_ui_routes(served: Served) -> list[Route]:
                 deps=given.given.state,
             )
         return StreamingResponse(
-            _stream(request, run, given, key, start),
-            media_type=encoder.get_content_type(),
+            self._stream(request, run, given, key, start),
+            media_type=self.encoder.get_content_type(),
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
 
+    def _out(self, event: BaseEvent) -> str:
+        return self.encoder.encode(event)
+
     async def _stream(
-        request: Request, run: ServedRun, given: RunInput, key: str, start: _Start
+        self, request: Request, run: ServedRun, given: RunInput, key: str, start: _Start
     ) -> AsyncIterator[str]:
-        thread, run_id = given.thread_id, given.run_id
-
-        def out(event: BaseEvent) -> str:
-            return encoder.encode(event)
-
-        yield out(RunStartedEvent(thread_id=thread, run_id=run_id))
+        yield self._out(RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
         translation = Translation(set(start.results), start.unnamed())
         final: FinalResult[Any] | None = None
         paused: NeedsApproval | None = None
@@ -329,77 +379,55 @@ def ag_ui_routes(served: Served) -> list[Route]:
                     paused = event
                 elif final is None and paused is None:
                     for translated in translation.events(event):
-                        yield out(translated)
+                        yield self._out(translated)
         except ClientGone:
             return
         except Exception as exc:
             for translated in translation.close():
-                yield out(translated)
-            refused = run_failure(exc)
-            yield out(RunErrorEvent(message=refused.message, code=refused.code))
+                yield self._out(translated)
+            yield self._out(_run_error(exc))
             return
         finally:
             await events.aclose()
-        try:
-            last, waiting = finish(translation, run, given, start, final, paused)
-            chunks = [out(event) for event in [*translation.close(), *last]]  # encoded first
-            if waiting is not None:
-                paused_runs[key] = waiting
-                paused_runs.move_to_end(key)
-                while len(paused_runs) > MAX_PAUSED_RUNS:  # the oldest waits no more
-                    paused_runs.popitem(last=False)
-        except Exception as exc:
-            log.error("the AG-UI run's last events could not be written", exc_info=exc)
-            refused = run_failure(exc)
-            chunks = [out(RunErrorEvent(message=refused.message, code=refused.code))]
-        for chunk in chunks:
+        for chunk in self._ending(translation, run, given, key, start, final, paused):
             yield chunk
 
-    def finish(
+    def _ending(
+        self,
         translation: Translation,
         run: ServedRun,
         given: RunInput,
+        key: str,
         start: _Start,
         final: FinalResult[Any] | None,
         paused: NeedsApproval | None,
-    ) -> tuple[list[BaseEvent], _Paused | None]:
-        """The run's last events (the pause or the answer, state, RUN_FINISHED), and what waits
-        for the client when the run paused."""
-        thread, run_id = given.thread_id, given.run_id
-        if paused is not None:
-            waiting = _interrupts(paused, {tool.name for tool in start.tools})
-            waiting.tools = start.tools
-            outcome: RunFinishedOutcome
-            if waiting.approvals:
-                interrupts = [_interrupt(paused.state, i) for i in waiting.approvals]
-                outcome = RunFinishedInterruptOutcome(interrupts=interrupts)
+    ) -> list[str]:
+        """The run's last events, all encoded before any is sent: one that cannot be written
+        ends the stream with RUN_ERROR, never a cut connection."""
+        try:
+            waiting = None
+            if paused is not None:
+                last, waiting = _paused_end(given, start, paused, run.usage)
+            elif final is not None:
+                last = _answer_end(translation, given, final, run.usage)
             else:
-                outcome = RunFinishedSuccessOutcome(pending_tool_call_ids=list(waiting.front))
-            usage = _usage(run.usage)
-            finished = RunFinishedEvent(
-                thread_id=thread, run_id=run_id, outcome=outcome, usage=usage
-            )
-            return [finished], waiting
-        if final is None:
-            refused = run_failure(PromptimusError("the run ended without an answer"))
-            return [RunErrorEvent(message=refused.message, code=refused.code)], None
-        answer = served_text(final.output)
-        streamed = translation.streamed_text
-        if not streamed:
-            missing = answer
-        elif answer.startswith(streamed):
-            missing = answer[len(streamed) :]
-        else:
-            missing = ""
-        ending: list[BaseEvent] = list(translation.answer(missing))
-        if given.given.state is not None:
-            snapshot = to_jsonable_python(given.given.state, fallback=str)
-            ending.append(StateSnapshotEvent(snapshot=snapshot))
-        result = None
-        if not isinstance(final.output, str | Message):  # a structured answer, as JSON
-            result = to_jsonable_python(final.output, fallback=str)
-        usage = _usage(run.usage)
-        ending.append(RunFinishedEvent(thread_id=thread, run_id=run_id, result=result, usage=usage))
-        return ending, None
+                last = [_run_error(PromptimusError("the run ended without an answer"))]
+            chunks = [self._out(event) for event in [*translation.close(), *last]]
+        except Exception as exc:
+            log.error("the AG-UI run's last events could not be written", exc_info=exc)
+            return [self._out(_run_error(exc))]
+        if waiting is not None:
+            self.paused[key] = waiting
+            self.paused.move_to_end(key)
+            while len(self.paused) > MAX_PAUSED_RUNS:  # the oldest waits no more
+                self.paused.popitem(last=False)
+        return chunks
 
-    return [Route("/ag-ui", run_ag_ui, methods=["POST"])]
+
+def _run_error(exc: BaseException) -> RunErrorEvent:
+    refused = run_failure(exc)
+    return RunErrorEvent(message=refused.message, code=refused.code)
+
+
+def ag_ui_routes(served: Served) -> list[Route]:
+    return [Route("/ag-ui", _Face(served).endpoint, methods=["POST"])]

@@ -91,7 +91,16 @@ class Translation:
         yield from self._in_lane(self.main, event)
 
     def close(self) -> Iterator[BaseEvent]:
+        """Close what is still open: the main agent's message, and nested runs whose call never
+        got its result (the run failed or paused meanwhile)."""
         yield from self._close_open(self.main)
+        for call in list(self._by_call):
+            yield from self._finish_subagents(call)
+        for key in list(self._subagents):  # nested runs no call of this run started
+            inner = self._subagents.pop(key)
+            yield from self._close_open(inner)
+            assert inner.subagent is not None
+            yield SubagentFinishedEvent(subagent_run_id=inner.subagent)
 
     def answer(self, text: str) -> Iterator[BaseEvent]:
         """The answer as a text message of its own (structured output, a module that does not
