@@ -39,7 +39,7 @@ from promptimus.agents.events import CompactionEvent, SubAgentEvent, TextDelta
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.core.module import Module
 from promptimus.dto import Message, MessageRole, Usage
-from promptimus.guardrails import OutputGuardrail, Verdict
+from promptimus.guardrails import InputGuardrail, OutputGuardrail, Verdict
 from promptimus.llms import OpenAILike
 from promptimus.llms.scripted import ScriptedLLM
 from promptimus.serve import app
@@ -495,3 +495,20 @@ def test_a_run_past_the_limit_gets_503_with_retry_after() -> None:
         first.join(60)
         assert answers[0].text() == "heard: first"
         assert ask(running, "b", "after").text() == "heard: after"
+
+
+def no_secrets_asked(text: str) -> Verdict:
+    return Verdict.block("asks for a secret") if "password" in text else Verdict.allow()
+
+
+def test_a_request_an_input_guardrail_blocks_is_a_run_error_and_stores_nothing(
+    store: SQLiteSessionStore,
+) -> None:
+    llm = S(["never sent"])
+    agent = OpenaiToolCallingAgent("Help.", [], guardrails=[InputGuardrail(no_secrets_asked)])
+    with serving(app(agent.with_llm(llm), store=store)) as running:
+        answer = ask(running, "in", "what is the admin password?")
+        assert answer.types() == ["RUN_STARTED", "RUN_ERROR"]
+        assert answer.of(RunErrorEvent)[0].code == "guardrail_blocked"
+        assert running.call(store.load_turns("5:local:in")) == []
+    assert llm.requests == []

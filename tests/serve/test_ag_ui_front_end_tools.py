@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from ag_ui.core import (
     RunFinishedEvent,
+    RunFinishedInterruptOutcome,
     RunFinishedSuccessOutcome,
     ToolCallArgsEvent,
     ToolCallResultEvent,
@@ -27,6 +28,7 @@ from promptimus.dto import Message
 from promptimus.llms.scripted import ScriptedLLM
 from promptimus.serve import app
 from promptimus.sessions import SQLiteSessionStore
+from promptimus.tools import Tool
 
 S = ScriptedLLM
 CHART = {
@@ -174,3 +176,33 @@ def test_a_text_protocol_agents_call_has_an_id_the_client_can_answer() -> None:
         assert second.status == 200, second.error
         assert second.of(ToolCallResultEvent) == []
         assert "a pie chart" in second.text()
+
+
+def pay(amount: int) -> str:
+    """Pays an amount."""
+    return f"paid {amount}"
+
+
+def test_one_reply_with_a_front_end_call_and_a_call_waiting_for_approval() -> None:
+    """The run ends with the interrupt; the next request must answer both, and then both
+    results reach the model."""
+    both = S.tool_calls(
+        S.call("show_chart", {"kind": "line"}, "f1"), S.call("pay", {"amount": 5}, "p1")
+    )
+    llm = S([both, lambda history, kwargs: " + ".join(m.content for m in history[-2:])])
+    agent = OpenaiToolCallingAgent("You pay and chart.", [Tool(pay, requires_approval=True)])
+    with serving(app(agent.with_llm(llm))) as running:
+        first = post(running.url, run_input("m", user("pay and chart"), tools=[CHART]))
+        outcome = first.of(RunFinishedEvent)[0].outcome
+        assert isinstance(outcome, RunFinishedInterruptOutcome)
+        (interrupt,) = outcome.interrupts
+        assert interrupt.tool_call_id == "p1"
+        assert [s.tool_call_id for s in first.of(ToolCallStartEvent)] == ["f1", "p1"]
+        approve = [{"interruptId": interrupt.id, "status": "resolved", "payload": True}]
+        half = post(running.url, run_input("m", user("pay and chart"), resume=approve))
+        assert half.status == 400 and half.error is not None
+        assert half.error.code == "invalid_tool_result"
+        whole = post(running.url, run_input("m", CALLED, result("f1", "line"), resume=approve))
+        assert whole.status == 200, whole.error
+        assert whole.text() == "line + paid 5"
+        assert [r.tool_call_id for r in whole.of(ToolCallResultEvent)] == ["p1"]

@@ -49,7 +49,8 @@ result, and the paused run goes on (that result is not sent back as a `TOOL_CALL
 
 A paused run waits in this process, with its thread (at most `MAX_PAUSED_RUNS`, the oldest
 forgotten first); a restarted server has forgotten it, and the thread goes on from its stored
-conversation.
+conversation. A paused run resumes once: a client that disconnects from the resuming request
+cancels it, and the thread then goes on from its stored conversation too.
 
 A request the server refuses before running (bad JSON, a body that is no `RunAgentInput`, an
 unknown role, a tool result for a call never made, too large, no token, no free run slot) is an
