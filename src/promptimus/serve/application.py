@@ -18,11 +18,18 @@ from ..core.module import Module
 from ..errors import InvalidArgument
 from .ag_ui import ag_ui_routes
 from .callers import Callers
+from .chat_page import chat_routes
+from .conversations import DEFAULT_MAX_CONVERSATIONS, Conversations
 from .openai_chat import openai_routes
 from .served import Served
 from .served_run import RunSlots
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_CONCURRENT_RUNS", "app"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_CONCURRENT_RUNS",
+    "DEFAULT_MAX_CONVERSATIONS",
+    "app",
+]
 
 DEFAULT_MAX_CONCURRENT_RUNS = 64
 DEFAULT_MAX_BODY_BYTES = 1_000_000
@@ -41,8 +48,10 @@ def app(
     tokens: Mapping[str, str] | None = None,
     max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
     name: str | None = None,
     allowed_hosts: Collection[str] | None = None,
+    board_url: str | None = None,
 ) -> Starlette:
     """Serve `module`: OpenAI-compatible chat completions and models, the AG-UI endpoint
     (`POST /ag-ui`), and `GET /healthz`.
@@ -53,9 +62,14 @@ def app(
       local user, no token (serve it on 127.0.0.1 only).
     - `max_concurrent_runs`: runs at once; one more gets 503 with Retry-After.
     - `max_body_bytes`: the largest request body; a larger one gets 413.
+    - `max_conversations`: without a store, the conversations kept in this process (default
+      10,000); past it the least recently used is forgotten (its next request starts afresh).
     - `name`: the model name clients see (default: the module's class name).
     - `allowed_hosts`: the `Host` headers answered (`host:port`); others get 403, so a web page
       whose domain was pointed at this address (DNS rebinding) cannot use it. None: any.
+    - `board_url`: where the board of this server's recording is (`http://127.0.0.1:8321`,
+      with the server run inside `promptimus.board.record(...)`); the chat page at `/` then
+      links each finished run to it.
     """
     if not isinstance(module, Module):
         raise InvalidArgument(
@@ -79,8 +93,10 @@ def app(
         store=store,
         slots=RunSlots(positive_int(max_concurrent_runs, "max_concurrent_runs")),
         max_body_bytes=positive_int(max_body_bytes, "max_body_bytes"),
+        conversations=Conversations(positive_int(max_conversations, "max_conversations")),
     )
     hosts = None if allowed_hosts is None else frozenset(allowed_hosts)
+    board = _board_url(board_url)
 
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok", "runs": served.slots.busy})
@@ -89,11 +105,26 @@ def app(
         Route("/healthz", healthz, methods=["GET"]),
         *openai_routes(served),
         *ag_ui_routes(served),
+        *chat_routes(served, board),
     ]
     application = Starlette(routes=routes)
     application.add_middleware(_Guard, hosts=hosts)
     application.state.served = served
     return application
+
+
+def _board_url(given: object) -> str | None:
+    if given is None:
+        return None
+    if (
+        not isinstance(given, str)
+        or not given.startswith(("http://", "https://"))
+        or any(c.isspace() or c in "\"'<>" for c in given)
+    ):
+        raise InvalidArgument(
+            f"board_url= takes the board's address, such as http://127.0.0.1:8321, got {given!r}."
+        )
+    return given.rstrip("/")
 
 
 class _Guard:

@@ -23,7 +23,14 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from ..agents.base_agent import BaseAgent
-from ..agents.events import AgentEvent, FinalResult, NeedsApproval, TextDelta, ToolCallEvent
+from ..agents.events import (
+    AgentEvent,
+    FinalResult,
+    GuardrailEvent,
+    NeedsApproval,
+    TextDelta,
+    ToolCallEvent,
+)
 from ..dto import Message, MessageRole, Usage
 from ..errors import GuardrailTripped, PromptimusError
 from .refusal import Refused
@@ -193,7 +200,7 @@ def openai_routes(served: Served) -> list[Route]:
         run = ServedRun(served.module, _run_request(served, chat), session, served.slots)
         events = run.events(request)
         try:
-            first = await anext(events)
+            first = await _past_input_guardrails(events)
         except ClientGone:
             return Response(status_code=499)
         except StopAsyncIteration:
@@ -223,6 +230,15 @@ def openai_routes(served: Served) -> list[Route]:
         Route("/v1/chat/completions", completions, methods=["POST"]),
         Route("/v1/models", models, methods=["GET"]),
     ]
+
+
+async def _past_input_guardrails(events: AsyncGenerator[AgentEvent, None]) -> AgentEvent:
+    """The first event after the input guardrails decided, so a request they block is answered
+    with its own status (400) instead of a stream that already said 200."""
+    event = await anext(events)
+    while isinstance(event, GuardrailEvent) and event.kind == "input":
+        event = await anext(events)
+    return event
 
 
 async def _whole(

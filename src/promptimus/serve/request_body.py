@@ -35,6 +35,10 @@ async def read_json(request: Request, max_bytes: int) -> Any:
         return json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise Refused(400, f"The request body is not valid JSON ({exc}).", "invalid_json") from None
+    except ValueError:  # a number of more digits than Python converts
+        raise Refused(
+            400, "The request body holds a number too long to read.", "invalid_json"
+        ) from None
     except RecursionError:
         raise Refused(400, "The request body nests too deeply.", "invalid_json") from None
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from starlette.requests import Request
@@ -11,6 +11,7 @@ from ..core.module import Module
 from ..core.session import Session
 from ..errors import InvalidSessionId
 from .callers import Callers, scoped_id
+from .conversations import Conversations
 from .refusal import Refused
 from .request_body import read_json
 from .served_run import RunSlots
@@ -27,7 +28,7 @@ class Served:
     store: Any
     slots: RunSlots
     max_body_bytes: int
-    _memory: dict[str, Session] = field(default_factory=dict)
+    conversations: Conversations
 
     def caller(self, request: Request) -> str:
         """The user the request's token names; `Refused` 401 when it names nobody."""
@@ -50,7 +51,8 @@ class Served:
 
     def session(self, user: str, conversation: str | None) -> Session:
         """`user`'s conversation `conversation` (kept in the store, or in this process without
-        one); a fresh conversation of its own for None."""
+        one, the least recently used forgotten past `max_conversations`); a fresh conversation of
+        its own for None."""
         if conversation is None:
             return Session(None)
         try:
@@ -59,4 +61,4 @@ class Served:
             raise Refused(400, f"Bad conversation id: {exc}", "invalid_conversation_id") from None
         if self.store is not None:
             return Session(key, store=self.store)
-        return self._memory.setdefault(key, Session(key))
+        return self.conversations.get(key)

@@ -77,10 +77,12 @@ class ServedRun:
     ) -> None:
         self.usage = Usage()
         self._queue: asyncio.Queue[AgentEvent | _End] = asyncio.Queue()
-        self._slots = slots
         self._task = asyncio.create_task(
             self._produce(module, request, session, resume, approvals, deps)
         )
+        # released when the task ends, however: a task cancelled before its first step never
+        # runs its own `finally`
+        self._task.add_done_callback(lambda _: slots.release())
 
     async def _produce(
         self,
@@ -120,8 +122,6 @@ class ServedRun:
             self._queue.put_nowait(_End(exc))
         else:
             self._queue.put_nowait(_End(None))
-        finally:
-            self._slots.release()
 
     async def events(self, request: Request | None) -> AsyncGenerator[AgentEvent, None]:
         """The run's events as they happen; a disconnect of `request`'s client cancels the run
