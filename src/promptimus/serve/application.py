@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..argument_checks import positive_int
 from ..core.module import Module
 from ..errors import InvalidArgument
+from .a2a import a2a_routes
 from .callers import Callers
 from .openai_chat import openai_routes
 from .served import Served
@@ -43,7 +44,8 @@ def app(
     name: str | None = None,
     allowed_hosts: Collection[str] | None = None,
 ) -> Starlette:
-    """Serve `module`: OpenAI-compatible chat completions and models, and `GET /healthz`.
+    """Serve `module`: OpenAI-compatible chat completions and models, A2A (`promptimus.serve.a2a`)
+    and `GET /healthz`.
 
     - `store`: a session store (`promptimus.sessions`) keeping the conversations; None keeps
       them in this process.
@@ -83,7 +85,11 @@ def app(
     async def healthz(request: Request) -> Response:
         return JSONResponse({"status": "ok", "runs": served.slots.busy})
 
-    routes = [Route("/healthz", healthz, methods=["GET"]), *openai_routes(served)]
+    routes = [
+        Route("/healthz", healthz, methods=["GET"]),
+        *openai_routes(served),
+        *a2a_routes(served),
+    ]
     application = Starlette(routes=routes)
     application.add_middleware(_Guard, hosts=hosts)
     application.state.served = served
