@@ -150,10 +150,14 @@ def test_stream_sends_the_answer_in_pieces(server: Running) -> None:
         async with connect(server) as client:
             events = [e async for e in client.send_message(message("tell me a long story"))]
         pieces = [e.artifact_update for e in events if e.HasField("artifact_update")]
-        assert len(pieces) > 1
-        assert not pieces[0].append and all(p.append for p in pieces[1:])
-        assert [p.last_chunk for p in pieces][-1] is True
-        assert "".join(p.artifact.parts[0].text for p in pieces) == "heard: tell me a long story"
+        streamed = [p.artifact.parts[0].text for p in pieces[:-1]]
+        assert len(streamed) > 1 and "".join(streamed) == "heard: tell me a long story"
+        assert not pieces[0].append and all(p.append for p in pieces[1:-1])
+        # the last chunk is the whole answer, replacing the pieces: the task keeps one part
+        last = pieces[-1]
+        assert last.last_chunk and not last.append
+        assert [p.text for p in last.artifact.parts] == ["heard: tell me a long story"]
+        assert len({p.artifact.artifact_id for p in pieces}) == 1
         states = [e.status_update.status.state for e in events if e.HasField("status_update")]
         assert states[0] == TaskState.TASK_STATE_WORKING
         assert states[-1] == TaskState.TASK_STATE_COMPLETED

@@ -5,10 +5,11 @@ caller's conversation (the task's `contextId`), its events translated as they ha
   or canceled (`tasks/cancel` stops the run; a stopped run writes nothing, so the conversation
   stays as it was).
 - The answer streams as chunks of one artifact, "answer": each piece of text is appended as the
-  model writes it; text a step wrote before it called tools is replaced by the next step's, and
-  when the final answer differs from what was streamed (structured output, a guardrail's
-  replacement) it replaces the whole artifact. The stream is the agent's `stream()`, which
-  never carries what a guardrail held back.
+  model writes it (text a step wrote before it called tools is replaced by the next step's),
+  and the last chunk replaces it with the whole answer (`append: false`, `lastChunk: true`),
+  so the task keeps one text part, and a structured answer or a guardrail's replacement is
+  what the caller ends with. The stream is the agent's `stream()`, which never carries what a
+  guardrail held back.
 - Tool calls and tool progress (`ctx.progress(...)`, also from nested agents) are status
   updates in the working state, each with a short agent message.
 - A tool call waiting for approval makes the task `input-required`; the status message lists
@@ -60,32 +61,23 @@ class _Paused:
 
 @dataclass
 class _Answer:
-    """The answer artifact as streamed so far: one piece is held back so the last one can
-    carry `last_chunk`."""
+    """The answer artifact: each piece appended as it streams; the finished answer replaces it
+    whole, so the task keeps it as one text part (and a structured answer or a guardrail's
+    replacement is what the caller ends with)."""
 
     updater: TaskUpdater
     artifact_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    shown: str = ""
-    held: str = ""
     created: bool = False
-    restart: bool = False
 
     async def piece(self, text: str) -> None:
-        if self.restart:  # a new step after tool calls: its text replaces the last step's
-            self.shown, self.held, self.restart, self.created = "", "", False, False
-        if self.held:
-            await self._send(self.held, append=self.created)
-        self.held = text
+        await self._send(text, append=self.created)
 
     def tools_called(self) -> None:
-        if self.shown or self.held:
-            self.restart = True
+        """The next step's text replaces what this step wrote before it called tools."""
+        self.created = False
 
     async def finish(self, answer: str) -> None:
-        if self.held and not self.restart and self.shown + self.held == answer:
-            await self._send(self.held, append=self.created, last=True)
-        else:
-            await self._send(answer, append=False, last=True)
+        await self._send(answer, append=False, last=True)
 
     async def _send(self, text: str, *, append: bool, last: bool = False) -> None:
         await self.updater.add_artifact(
@@ -95,7 +87,6 @@ class _Answer:
             append=append,
             last_chunk=last,
         )
-        self.shown = self.shown + text if append else text
         self.created = True
 
 
@@ -108,7 +99,10 @@ class ServedExecutor(AgentExecutor):
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         call = context.call_context
         user = call.user.user_name
-        task_id, context_id = context.task_id or "", context.context_id or ""
+        task_id = context.task_id or ""
+        # a message continuing a task may leave its contextId out: the task's is the one
+        task = context.current_task
+        context_id = task.context_id if task is not None else context.context_id or ""
         message = context.message
         if message is None:  # the request handler always passes one; a guard for the types
             return
