@@ -19,6 +19,7 @@ from a2a.client import A2ACardResolver, A2AClientError, Client, ClientConfig, cr
 from a2a.types.a2a_pb2 import (
     CancelTaskRequest,
     GetTaskRequest,
+    ListTasksRequest,
     Message,
     Part,
     Role,
@@ -29,8 +30,11 @@ from a2a.types.a2a_pb2 import (
 )
 from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
 from serve_support import Running, serving
+from starlette.applications import Starlette
+from starlette.routing import Mount
 
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.core.module import Module
 from promptimus.dto import Message as PromptimusMessage
 from promptimus.dto import MessageRole
 from promptimus.llms.scripted import ScriptedLLM
@@ -218,7 +222,23 @@ def test_two_users_naming_the_same_context_have_two_conversations(
                     with pytest.raises(TaskNotFoundError) as refused:
                         await call()
                     assert "secret" not in str(refused.value)
+                subscribed = await asyncio.to_thread(
+                    rpc,
+                    running,
+                    {
+                        "jsonrpc": "2.0",
+                        "id": 1,
+                        "method": "SubscribeToTask",
+                        "params": {"id": secret.id},
+                    },
+                    authorization=f"Bearer {BOB}",
+                )
+                assert subscribed.json()["error"]["code"] == -32001
+                assert "secret" not in subscribed.text
                 assert answer(await alice.get_task(GetTaskRequest(id=secret.id))).endswith("secret")
+                listed = await bob.list_tasks(ListTasksRequest(include_artifacts=True))
+                assert len(listed.tasks) == 1 and "secret" not in str(listed)
+                assert len((await alice.list_tasks(ListTasksRequest())).tasks) == 2
             async with connect(running, "not-a-token", streaming=False) as stranger:
                 with pytest.raises(A2AClientError):
                     await send(stranger, "let me in")
@@ -480,3 +500,43 @@ def test_a_body_past_the_limit_is_413() -> None:
         assert refused.status_code == 413
         assert refused.json()["error"]["code"] == -32600
         assert httpx.get(f"{running.url}/healthz").json()["runs"] == 0
+
+
+class Shout(Module):
+    """Says what it hears, louder."""
+
+    async def forward(self, text: str) -> str:
+        return text.upper() + "!"
+
+
+def test_a_module_that_is_no_agent_answers_too() -> None:
+    with serving(app(Shout())) as running:
+
+        async def main() -> None:
+            async with connect(running) as client:
+                events = [e async for e in client.send_message(message("hello"))]
+            pieces = [e.artifact_update for e in events if e.HasField("artifact_update")]
+            assert [p.text for p in pieces[-1].artifact.parts] == ["HELLO!"]
+
+        asyncio.run(main())
+        card = httpx.get(f"{running.url}/.well-known/agent-card.json").json()
+        assert card["name"] == "Shout"
+        assert card["description"] == "Says what it hears, louder."
+
+
+def test_mounted_under_a_prefix_the_card_names_the_address_it_is_reached_at() -> None:
+    service = Starlette(routes=[Mount("/agents/echo", app=app(echo_agent(), name="echo"))])
+    with serving(service) as running:
+
+        async def main() -> None:
+            async with httpx.AsyncClient(timeout=60) as http:
+                client = await create_client(
+                    f"{running.url}/agents/echo",
+                    client_config=ClientConfig(httpx_client=http, streaming=False),
+                )
+                task = await send(client, "through the mount")
+            assert answer(task) == "heard: through the mount"
+
+        asyncio.run(main())
+        card = httpx.get(f"{running.url}/agents/echo/.well-known/agent-card.json").json()
+        assert card["supportedInterfaces"][0]["url"] == f"{running.url}/agents/echo/a2a"

@@ -137,7 +137,9 @@ def a2a_routes(served: Served) -> list[BaseRoute]:
     dispatcher = JsonRpcDispatcher(request_handler=handler, context_builder=_CallerContext())
 
     async def card(request: Request) -> Response:
-        return JSONResponse(agent_card_to_dict(agent_card(served, str(request.base_url))))
+        # under a Mount, root_path holds the mount's prefix (base_url leaves it out)
+        base = request.url.replace(path=request.scope.get("root_path", ""), query="")
+        return JSONResponse(agent_card_to_dict(agent_card(served, str(base))))
 
     return [
         Route(CARD_PATH, card, methods=["GET"]),
