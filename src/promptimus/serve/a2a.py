@@ -16,9 +16,9 @@ A task belongs to the caller that sent it: the task store is kept per caller, so
 caller's task id is "task not found", never its content. The `contextId` names the
 conversation, kept in the server's session store under the caller's scoped id exactly like the
 OpenAI face's conversation name: the same `contextId` from two callers is two conversations.
-Tasks themselves are kept in this process (the SDK's in-memory task store); a closed stream
-does not cancel its task (A2A clients reconnect with `SubscribeToTask` or read it with
-`GetTask`); `CancelTask` does, and a cancelled run writes nothing to the conversation.
+Tasks themselves are kept in this process, the last 1000 of each caller (`a2a_task_store`). A
+closed stream does not cancel its task (A2A clients reconnect with `SubscribeToTask` or read it
+with `GetTask`); `CancelTask` does, and a cancelled run writes nothing to the conversation.
 """
 
 from __future__ import annotations
@@ -34,7 +34,6 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.server.tasks import InMemoryTaskStore
 from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, Task
 from a2a.utils.errors import ContentTypeNotSupportedError, InvalidParamsError
 from starlette.requests import Request
@@ -46,6 +45,7 @@ from ..errors import InvalidSessionId
 from .a2a_card import A2A_PATH, agent_card
 from .a2a_executor import ServedExecutor
 from .a2a_slots import TICKET, RunTicket
+from .a2a_task_store import CallerTaskStore
 from .callers import scoped_id
 from .refusal import Refused
 from .served import Served
@@ -131,7 +131,7 @@ def _check_message(params: SendMessageRequest, context: ServerCallContext) -> No
 def a2a_routes(served: Served) -> list[BaseRoute]:
     handler = _CheckedHandler(
         agent_executor=ServedExecutor(served),
-        task_store=InMemoryTaskStore(),
+        task_store=CallerTaskStore(),
         agent_card=agent_card(served, "http://127.0.0.1"),
     )
     dispatcher = JsonRpcDispatcher(request_handler=handler, context_builder=_CallerContext())
