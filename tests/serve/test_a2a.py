@@ -28,7 +28,11 @@ from a2a.types.a2a_pb2 import (
     Task,
     TaskState,
 )
-from a2a.utils.errors import TaskNotCancelableError, TaskNotFoundError
+from a2a.utils.errors import (
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
 from serve_support import Running, serving
 from starlette.applications import Starlette
 from starlette.routing import Mount
@@ -540,3 +544,24 @@ def test_mounted_under_a_prefix_the_card_names_the_address_it_is_reached_at() ->
         asyncio.run(main())
         card = httpx.get(f"{running.url}/agents/echo/.well-known/agent-card.json").json()
         assert card["supportedInterfaces"][0]["url"] == f"{running.url}/agents/echo/a2a"
+
+
+def test_a_running_task_takes_no_message() -> None:
+    gate = Gate()
+    with serving(app(gated_agent(gate))) as running:
+
+        async def main() -> None:
+            async with connect(running) as client, connect(running, streaming=False) as plain:
+                stream = client.send_message(message("first"))
+                task_id = (await anext(stream)).task.id
+                await asyncio.to_thread(wait_for, lambda: gate.started == 1)
+                with pytest.raises(UnsupportedOperationError) as refused:
+                    await send(plain, "second", task_id=task_id)
+                assert "still running" in str(refused.value)
+                gate.open.set()
+                rest = [e async for e in stream]
+            assert rest[-1].status_update.status.state == TaskState.TASK_STATE_COMPLETED
+            assert gate.started == 1
+
+        asyncio.run(main())
+        assert httpx.get(f"{running.url}/healthz").json()["runs"] == 0

@@ -34,8 +34,12 @@ from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.request_handlers.response_helpers import agent_card_to_dict
 from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
-from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, Task
-from a2a.utils.errors import ContentTypeNotSupportedError, InvalidParamsError
+from a2a.types.a2a_pb2 import Message, Role, SendMessageRequest, Task, TaskState
+from a2a.utils.errors import (
+    ContentTypeNotSupportedError,
+    InvalidParamsError,
+    UnsupportedOperationError,
+)
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
@@ -55,6 +59,7 @@ __all__ = ["a2a_routes"]
 CARD_PATH = "/.well-known/agent-card.json"
 _USER = "promptimus.a2a_user"
 _RUN_METHODS = frozenset({"SendMessage", "SendStreamingMessage"})
+_RUNNING = frozenset({TaskState.TASK_STATE_SUBMITTED, TaskState.TASK_STATE_WORKING})
 
 
 class _Caller(User):
@@ -90,19 +95,40 @@ class _CheckedHandler(DefaultRequestHandler):
     """The SDK's handler, refusing a message the served module cannot take before it becomes
     a task."""
 
+    def __init__(self, served: Served, tasks: CallerTaskStore) -> None:
+        super().__init__(
+            agent_executor=ServedExecutor(served),
+            task_store=tasks,
+            agent_card=agent_card(served, "http://127.0.0.1"),
+        )
+        self._tasks = tasks
+
     async def on_message_send(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> Message | Task:
-        _check_message(params, context)
+        await self._check(params, context)
         answer: Message | Task = await super().on_message_send(params, context)
         return answer
 
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
-        _check_message(params, context)
+        await self._check(params, context)
         async for event in super().on_message_send_stream(params, context):
             yield event
+
+    async def _check(self, params: SendMessageRequest, context: ServerCallContext) -> None:
+        _check_message(params, context)
+        if not params.message.task_id:
+            return
+        # the SDK would queue it behind the running request and answer with that one's
+        # result, the message never read: a running task takes no message
+        task = await self._tasks.get(params.message.task_id, context)
+        if task is not None and task.status.state in _RUNNING:
+            raise UnsupportedOperationError(
+                message=f"Task {task.id} is still running: wait until it finishes or asks for "
+                "input, or cancel it, before sending it a message."
+            )
 
 
 def _check_message(params: SendMessageRequest, context: ServerCallContext) -> None:
@@ -129,11 +155,7 @@ def _check_message(params: SendMessageRequest, context: ServerCallContext) -> No
 
 
 def a2a_routes(served: Served) -> list[BaseRoute]:
-    handler = _CheckedHandler(
-        agent_executor=ServedExecutor(served),
-        task_store=CallerTaskStore(),
-        agent_card=agent_card(served, "http://127.0.0.1"),
-    )
+    handler = _CheckedHandler(served, CallerTaskStore())
     dispatcher = JsonRpcDispatcher(request_handler=handler, context_builder=_CallerContext())
 
     async def card(request: Request) -> Response:
