@@ -565,3 +565,17 @@ def test_a_running_task_takes_no_message() -> None:
 
         asyncio.run(main())
         assert httpx.get(f"{running.url}/healthz").json()["runs"] == 0
+
+
+def test_a_body_not_sent_as_json_or_without_the_version_is_refused(server: Running) -> None:
+    body = {"jsonrpc": "2.0", "id": 4, "method": "GetTask", "params": {"id": "x"}}
+    text = httpx.post(
+        f"{server.url}/a2a",
+        content=json.dumps(body),
+        headers={"content-type": "text/plain", "A2A-Version": "1.0"},
+    )
+    assert text.status_code == 415
+    assert text.json()["error"]["code"] == -32600
+    unversioned = httpx.post(f"{server.url}/a2a", json=body)  # taken as A2A 0.3
+    assert unversioned.json()["error"]["code"] == -32009
+    assert "1.0" in unversioned.json()["error"]["message"]
