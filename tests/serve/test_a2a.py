@@ -579,3 +579,26 @@ def test_a_body_not_sent_as_json_or_without_the_version_is_refused(server: Runni
     unversioned = httpx.post(f"{server.url}/a2a", json=body)  # taken as A2A 0.3
     assert unversioned.json()["error"]["code"] == -32009
     assert "1.0" in unversioned.json()["error"]["message"]
+
+
+def test_many_callers_at_once_on_one_context_never_cross(store: SQLiteSessionStore) -> None:
+    """Six callers at once, three turns each, all naming the same contextId, on a real SQLite
+    file: each hears only its own turns."""
+    tokens = {f"token-of-user-{n}": f"user{n}" for n in range(6)}
+    with serving(app(echo_agent(), store=store, tokens=tokens)) as running:
+
+        async def talk(token: str) -> str:
+            async with connect(running, token, streaming=False) as client:
+                task = None
+                for turn in range(3):
+                    task = await send(client, f"{token} {turn}", context_id="same-id")
+                assert task is not None
+                return answer(task)
+
+        async def main() -> list[str]:
+            return await asyncio.gather(*(talk(token) for token in tokens))
+
+        answers = asyncio.run(main())
+        for token, said_back in zip(tokens, answers, strict=True):
+            assert said_back == f"heard: {token} 0 | {token} 1 | {token} 2"
+        assert httpx.get(f"{running.url}/healthz").json()["runs"] == 0
