@@ -16,6 +16,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from ..argument_checks import positive_int
 from ..core.module import Module
 from ..errors import InvalidArgument
+from .a2a import a2a_routes
 from .ag_ui import ag_ui_routes
 from .callers import Callers
 from .chat_page import chat_routes
@@ -54,7 +55,7 @@ def app(
     board_url: str | None = None,
 ) -> Starlette:
     """Serve `module`: OpenAI-compatible chat completions and models, the AG-UI endpoint
-    (`POST /ag-ui`), and `GET /healthz`.
+    (`POST /ag-ui`), A2A (`promptimus.serve.a2a`), the chat page at `/`, and `GET /healthz`.
 
     - `store`: a session store (`promptimus.sessions`) keeping the conversations; None keeps
       them in this process.
@@ -105,6 +106,7 @@ def app(
         Route("/healthz", healthz, methods=["GET"]),
         *openai_routes(served),
         *ag_ui_routes(served),
+        *a2a_routes(served),
         *chat_routes(served, board),
     ]
     application = Starlette(routes=routes)
