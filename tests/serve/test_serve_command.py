@@ -43,6 +43,22 @@ def test_a_bad_tokens_file_is_refused(tmp_path: Path) -> None:
     assert done.returncode == 2 and "TOKEN USER" in done.stderr
 
 
+def test_a_bad_conversation_cap_is_refused_by_name() -> None:
+    done = subprocess.run(
+        command("--max-conversations", "0"), capture_output=True, text=True, timeout=BOUND
+    )
+    assert done.returncode == 2
+    assert "max_conversations" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_board_url_that_is_not_a_web_address_is_refused() -> None:
+    done = subprocess.run(
+        command("--board-url", "javascript:alert(1)"), capture_output=True, text=True, timeout=BOUND
+    )
+    assert done.returncode == 2
+    assert "board_url" in done.stderr and "Traceback" not in done.stderr
+
+
 def wait_for(condition: object) -> None:
     deadline = time.monotonic() + BOUND
     while not condition():  # type: ignore[operator]

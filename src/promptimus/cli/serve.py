@@ -1,6 +1,6 @@
 """`promptimus serve FILE.py:OBJECT`: the module behind HTTP (OpenAI-compatible chat
-completions), for many callers, until Ctrl-C or SIGTERM (running requests then get a grace
-period to finish)."""
+completions, AG-UI, A2A and a chat page), for many callers, until Ctrl-C or SIGTERM (running
+requests then get a grace period to finish)."""
 
 from __future__ import annotations
 
@@ -55,6 +55,19 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default=64,
         metavar="N",
         help="runs at once; more get 503 with Retry-After (default 64)",
+    )
+    parser.add_argument(
+        "--max-conversations",
+        type=int,
+        default=None,
+        metavar="N",
+        help="without --store: conversations kept in memory, the least recently used forgotten "
+        "first (default 10,000)",
+    )
+    parser.add_argument(
+        "--board-url",
+        metavar="URL",
+        help="the board recording this server's runs: the chat page links each run to it",
     )
     parser.add_argument(
         "--grace",
@@ -123,6 +136,7 @@ def run_serve(args: argparse.Namespace) -> int:
     if tokens is None:  # open to this machine only: refuse pages of other sites (DNS rebinding)
         names = _LOCAL | {args.host}
         hosts = {f"[{n}]:{args.port}" if ":" in n else f"{n}:{args.port}" for n in names}
+    limits = {} if args.max_conversations is None else {"max_conversations": args.max_conversations}
     try:
         asgi = app(
             module,
@@ -130,12 +144,15 @@ def run_serve(args: argparse.Namespace) -> int:
             tokens=tokens,
             max_concurrent_runs=args.max_concurrent_runs,
             allowed_hosts=hosts,
+            board_url=args.board_url,
+            **limits,
         )
     except PromptimusError as exc:
         raise CommandLineError(str(exc)) from None
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(
-        f"promptimus serve: http://{shown}:{args.port}/ (OpenAI-compatible at /v1)",
+        f"promptimus serve: http://{shown}:{args.port}/ (chat page; OpenAI-compatible at /v1, "
+        "AG-UI at /ag-ui, A2A card at /.well-known/agent-card.json)",
         file=sys.stderr,
         flush=True,
     )
@@ -146,6 +163,9 @@ def run_serve(args: argparse.Namespace) -> int:
         log_level="warning",
         lifespan="off",
         timeout_graceful_shutdown=args.grace,
+        # longer than clients' own idle timeout (httpx: 5 s), so a busy client never reuses a
+        # connection the server is closing at that moment
+        timeout_keep_alive=75,
     )
 
     class Server(uvicorn.Server):
