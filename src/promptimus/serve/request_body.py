@@ -15,7 +15,8 @@ __all__ = ["read_json"]
 async def read_json(request: Request, max_bytes: int) -> Any:
     """The body as JSON; `Refused` 413 past `max_bytes` (checked on the declared length and on
     the bytes as they arrive, so a body without a length cannot slip past), 415 for a body that
-    is not declared JSON, 400 for one that does not parse."""
+    is not declared JSON, 400 for one that does not parse (or holds a number too long to
+    read)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise _too_large(max_bytes)
@@ -37,6 +38,10 @@ async def read_json(request: Request, max_bytes: int) -> Any:
         raise Refused(400, f"The request body is not valid JSON ({exc}).", "invalid_json") from None
     except RecursionError:
         raise Refused(400, "The request body nests too deeply.", "invalid_json") from None
+    except ValueError:  # an integer of more digits than Python reads
+        raise Refused(
+            400, "The request body holds a number too long to read.", "invalid_json"
+        ) from None
 
 
 def _too_large(max_bytes: int) -> Refused:
