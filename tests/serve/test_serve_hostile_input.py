@@ -58,3 +58,25 @@ def test_a_number_too_long_to_read_is_a_400_run_error_on_ag_ui(server: Running) 
     status, error = ag_ui_error(server, body)
     assert status == 400
     assert error.code == "invalid_json"
+
+
+def test_a_wrong_method_or_path_under_v1_is_an_error_the_openai_sdk_reads(
+    server: Running,
+) -> None:
+    sdk = openai.OpenAI(base_url=f"{server.url}/v1", api_key="unused", max_retries=0)
+    with pytest.raises(openai.APIStatusError) as wrong_method:
+        sdk.get("/chat/completions", cast_to=object)
+    assert wrong_method.value.status_code == 405
+    assert isinstance(wrong_method.value.body, dict)
+    assert "POST" in wrong_method.value.body["message"]
+    assert wrong_method.value.response.headers["allow"] == "POST"
+    with pytest.raises(openai.NotFoundError) as unknown:
+        sdk.embeddings.create(model="echo", input="hi")
+    assert isinstance(unknown.value.body, dict) and unknown.value.body["code"] == "not_found"
+
+
+def test_a_wrong_method_on_ag_ui_is_a_run_error(server: Running) -> None:
+    reply = httpx.get(f"{server.url}/ag-ui", timeout=60.0)
+    assert reply.status_code == 405
+    error = RunErrorEvent.model_validate_json(reply.text)
+    assert error.code == "method_not_allowed" and "POST" in error.message

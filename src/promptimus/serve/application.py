@@ -8,6 +8,7 @@ from collections.abc import Collection, Mapping, MutableMapping
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
@@ -18,6 +19,7 @@ from ..core.module import Module
 from ..errors import InvalidArgument
 from .ag_ui import ag_ui_routes
 from .callers import Callers
+from .http_errors import http_error
 from .openai_chat import openai_routes
 from .served import Served
 from .served_run import RunSlots
@@ -90,7 +92,7 @@ def app(
         *openai_routes(served),
         *ag_ui_routes(served),
     ]
-    application = Starlette(routes=routes)
+    application = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
     application.add_middleware(_Guard, hosts=hosts)
     application.state.served = served
     return application
