@@ -14,7 +14,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..argument_checks import positive_int
+from ..argument_checks import finite_number, positive_int
 from ..core.module import Module
 from ..errors import InvalidArgument
 from .ag_ui import ag_ui_routes
@@ -24,10 +24,16 @@ from .openai_chat import openai_routes
 from .served import Served
 from .served_run import RunSlots
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "DEFAULT_MAX_CONCURRENT_RUNS", "app"]
+__all__ = [
+    "DEFAULT_BODY_TIMEOUT",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_MAX_CONCURRENT_RUNS",
+    "app",
+]
 
 DEFAULT_MAX_CONCURRENT_RUNS = 64
 DEFAULT_MAX_BODY_BYTES = 1_000_000
+DEFAULT_BODY_TIMEOUT = 30.0
 
 _HEADERS = [
     (b"x-content-type-options", b"nosniff"),
@@ -43,6 +49,7 @@ def app(
     tokens: Mapping[str, str] | None = None,
     max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
     name: str | None = None,
     allowed_hosts: Collection[str] | None = None,
 ) -> Starlette:
@@ -55,6 +62,8 @@ def app(
       local user, no token (serve it on 127.0.0.1 only).
     - `max_concurrent_runs`: runs at once; one more gets 503 with Retry-After.
     - `max_body_bytes`: the largest request body; a larger one gets 413.
+    - `body_timeout`: seconds a request body may take to arrive whole; a slower one gets 408,
+      so a client that never finishes its body holds no connection forever.
     - `name`: the model name clients see (default: the module's class name).
     - `allowed_hosts`: the `Host` headers answered (`host:port`); others get 403, so a web page
       whose domain was pointed at this address (DNS rebinding) cannot use it. None: any.
@@ -81,6 +90,7 @@ def app(
         store=store,
         slots=RunSlots(positive_int(max_concurrent_runs, "max_concurrent_runs")),
         max_body_bytes=positive_int(max_body_bytes, "max_body_bytes"),
+        body_timeout=finite_number(body_timeout, "body_timeout", positive=True),
     )
     hosts = None if allowed_hosts is None else frozenset(allowed_hosts)
 

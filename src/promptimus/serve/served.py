@@ -27,6 +27,7 @@ class Served:
     store: Any
     slots: RunSlots
     max_body_bytes: int
+    body_timeout: float
     _memory: dict[str, Session] = field(default_factory=dict)
 
     def caller(self, request: Request) -> str:
@@ -46,7 +47,7 @@ class Served:
         return user
 
     async def body(self, request: Request) -> Any:
-        return await read_json(request, self.max_body_bytes)
+        return await read_json(request, self.max_body_bytes, self.body_timeout)
 
     def session(self, user: str, conversation: str | None) -> Session:
         """`user`'s conversation `conversation` (kept in the store, or in this process without
