@@ -80,3 +80,15 @@ def test_a_wrong_method_on_ag_ui_is_a_run_error(server: Running) -> None:
     assert reply.status_code == 405
     error = RunErrorEvent.model_validate_json(reply.text)
     assert error.code == "method_not_allowed" and "POST" in error.message
+
+
+@pytest.mark.parametrize("constant", [b"NaN", b"Infinity", b"-Infinity"])
+def test_nan_or_infinity_is_not_json_on_either_face(server: Running, constant: bytes) -> None:
+    chat = b'{"messages": [{"role": "user", "content": "hi"}], "temperature": ' + constant
+    error = openai_error(server, chat + b"}")
+    assert error.status_code == 400
+    assert isinstance(error.body, dict) and error.body["code"] == "invalid_json"
+    run = b'{"threadId": "t", "runId": "r", "messages": [], "state": {"x": ' + constant + b"}}"
+    status, event = ag_ui_error(server, run)
+    assert status == 400 and event.code == "invalid_json"
+    assert constant.decode().lstrip("-") in event.message

@@ -44,7 +44,7 @@ async def read_json(request: Request, max_bytes: int, seconds: float) -> Any:
             "request_timeout",
         ) from None
     try:
-        return json.loads(body)
+        return json.loads(body, parse_constant=_not_json)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise Refused(400, f"The request body is not valid JSON ({exc}).", "invalid_json") from None
     except RecursionError:
@@ -53,6 +53,16 @@ async def read_json(request: Request, max_bytes: int, seconds: float) -> Any:
         raise Refused(
             400, "The request body holds a number too long to read.", "invalid_json"
         ) from None
+
+
+def _not_json(constant: str) -> Any:
+    """NaN and the infinities are not JSON (Python's reader takes them, and they would come
+    back out changed, as null); refused like any other bad body."""
+    raise Refused(
+        400,
+        f"The request body is not valid JSON: {constant} is not a JSON number.",
+        "invalid_json",
+    )
 
 
 def _too_large(max_bytes: int) -> Refused:
