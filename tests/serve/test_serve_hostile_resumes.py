@@ -118,3 +118,22 @@ def test_two_resumes_of_one_paused_run_at_once_run_its_tool_once(
     assert sorted(answer.status for answer in answers) == [200, 400, 400, 400]
     assert safe.opened == ["alice's"]
     assert len(running.call(store.load_turns("5:alice:shared"))) == 1
+
+
+def test_one_users_many_paused_runs_never_push_out_anothers(
+    served: tuple[Running, Safe, SQLiteSessionStore], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    running, safe, _ = served
+    monkeypatch.setattr("promptimus.serve.ag_ui.MAX_PAUSED_RUNS", 8)
+    monkeypatch.setattr("promptimus.serve.ag_ui.MAX_PAUSED_RUNS_PER_USER", 3)
+    interrupt = pause(running)
+    for n in range(10):  # more paused runs than the whole server keeps
+        flood = post(running.url, run_input(f"flood-{n}", user("open")), token=BOB)
+        assert flood.of(RunFinishedEvent)[0].outcome is not None
+    mine = post(running.url, approve(interrupt), token=ALICE)
+    assert mine.text() == "done: opened alice's"
+    assert safe.opened == ["alice's"]
+    newest = post(running.url, run_input("flood-9", user("again")), token=BOB)
+    assert newest.status == 409  # bob's newest paused run still waits
+    oldest = post(running.url, run_input("flood-0", user("again")), token=BOB)
+    assert oldest.status == 200  # his oldest was forgotten: the thread goes on afresh
