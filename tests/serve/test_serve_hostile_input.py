@@ -4,6 +4,7 @@ and runs nothing."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import httpx
@@ -92,3 +93,19 @@ def test_nan_or_infinity_is_not_json_on_either_face(server: Running, constant: b
     status, event = ag_ui_error(server, run)
     assert status == 400 and event.code == "invalid_json"
     assert constant.decode().lstrip("-") in event.message
+
+
+@pytest.mark.parametrize("parameters", ["nope", 5, [1], True, {"type": "string"}])
+def test_a_front_end_tool_whose_parameters_are_no_object_schema_is_refused(
+    server: Running, parameters: object
+) -> None:
+    tool = {"name": "show_chart", "description": "Shows a chart.", "parameters": parameters}
+    body = {
+        "threadId": "tools",
+        "runId": "r",
+        "messages": [{"id": "1", "role": "user", "content": "chart it"}],
+        "tools": [tool],
+    }
+    status, error = ag_ui_error(server, json.dumps(body).encode())
+    assert status == 400 and error.code == "invalid_tools"
+    assert "show_chart" in error.message and "parameters" in error.message
