@@ -38,12 +38,21 @@ log = logging.getLogger("promptimus.serve")
 _ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}
 
 
-def error_response(refused: Refused) -> JSONResponse:
+def _error_type(refused: Refused) -> str:
     kind = _ERROR_TYPES.get(refused.status)
     if kind is None:
         kind = "invalid_request_error" if refused.status < 500 else "server_error"
+    return kind
+
+
+def error_response(refused: Refused) -> JSONResponse:
     body = {
-        "error": {"message": refused.message, "type": kind, "param": None, "code": refused.code}
+        "error": {
+            "message": refused.message,
+            "type": _error_type(refused),
+            "param": None,
+            "code": refused.code,
+        }
     }
     return JSONResponse(body, refused.status, headers=refused.headers)
 
@@ -321,5 +330,5 @@ async def _sse(
 
 
 def _error_event(refused: Refused) -> bytes:
-    error = {"message": refused.message, "type": "server_error", "code": refused.code}
+    error = {"message": refused.message, "type": _error_type(refused), "code": refused.code}
     return f"data: {json.dumps({'error': error})}\n\n".encode()
