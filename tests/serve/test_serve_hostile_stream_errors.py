@@ -4,13 +4,16 @@ and a real uvicorn server)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from serve_support import serving
 
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
+from promptimus.core.module import Module
 from promptimus.dto import Message
 from promptimus.llms.scripted import ScriptedLLM
 from promptimus.serve import app
@@ -43,3 +46,29 @@ def test_a_refusal_in_a_stream_has_the_type_of_the_same_refusal_without_one() ->
     assert isinstance(plain.value.body, dict) and isinstance(streamed.value.body, dict)
     assert streamed.value.body["code"] == plain.value.body["code"] == "approval_required"
     assert streamed.value.body["type"] == plain.value.body["type"] == "invalid_request_error"
+
+
+class Loop(Module):
+    """Answers with a value that refers to itself, which no JSON can hold."""
+
+    async def forward(self, text: str) -> Any:
+        answer: dict[str, Any] = {"text": text}
+        answer["self"] = answer
+        return answer
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_answer_that_cannot_be_written_is_a_500_in_openais_shape(stream: bool) -> None:
+    with serving(app(Loop())) as running:
+        reply = httpx.post(
+            f"{running.url}/v1/chat/completions",
+            json={"messages": [{"role": "user", "content": "hi"}], "stream": stream},
+            timeout=60.0,
+        )
+    if stream:
+        assert reply.status_code == 200 and "[DONE]" not in reply.text
+        error = json.loads(reply.text.strip().splitlines()[-1][len("data: ") :])["error"]
+    else:
+        assert reply.status_code == 500
+        error = reply.json()["error"]
+    assert error["code"] == "run_failed" and "Traceback" not in reply.text

@@ -253,7 +253,11 @@ async def _whole(
         await events.aclose()
     if isinstance(event, NeedsApproval):
         return error_response(paused_refusal())
-    message = {"role": "assistant", "content": served_text(event.output), "refusal": None}
+    try:
+        content = served_text(event.output)
+    except Exception as exc:  # an answer no JSON can hold (one that refers to itself)
+        return error_response(run_failure(exc))
+    message = {"role": "assistant", "content": content, "refusal": None}
     return JSONResponse(
         {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
