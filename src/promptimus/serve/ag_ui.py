@@ -377,12 +377,12 @@ class _Face:
         owner: tuple[str, str],
         start: _Start,
     ) -> AsyncIterator[str]:
-        yield self._out(RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
         translation = Translation(set(start.results), start.unnamed())
         final: FinalResult[Any] | None = None
         paused: NeedsApproval | None = None
         events = run.events(request)
         try:
+            yield self._out(RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
             async for event in events:
                 if isinstance(event, FinalResult):
                     final = event
@@ -400,6 +400,7 @@ class _Face:
             return
         finally:
             await events.aclose()
+            await run.cancel()  # closed before its events were asked for: the run stops too
         for chunk in self._ending(translation, run, given, owner, start, final, paused):
             yield chunk
 
