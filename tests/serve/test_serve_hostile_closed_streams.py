@@ -12,11 +12,12 @@ from ag_ui_client import run_input, user
 
 from promptimus.agents.openai_agent import OpenaiToolCallingAgent
 from promptimus.core.session import Session
-from promptimus.dto import Message
+from promptimus.dto import Message, MessageRole
 from promptimus.llms.scripted import ScriptedLLM
 from promptimus.serve import app
 from promptimus.serve.ag_ui import _Face, _Start
 from promptimus.serve.ag_ui_input import read_run_input
+from promptimus.serve.openai_chat import _sse
 from promptimus.serve.served import Served
 from promptimus.serve.served_run import ServedRun
 
@@ -61,6 +62,32 @@ def test_an_ag_ui_stream_closed_after_run_started_cancels_its_run() -> None:
         run = ServedRun(served.module, given.new, Session(None), served.slots)
         stream = _Face(served)._stream(None, run, given, ("local", "t"), _Start())  # type: ignore[arg-type]
         assert "RUN_STARTED" in await anext(stream)
+        await held.started.wait()
+        await stream.aclose()
+        await settle(run)
+        return held.cancelled, served.slots.busy
+
+    assert asyncio.run(scenario()) == (1, 0)
+
+
+def test_an_openai_stream_closed_after_its_first_chunk_cancels_its_run() -> None:
+    async def scenario() -> tuple[int, int]:
+        held = Held()
+
+        async def wait() -> str:
+            """Waits."""
+            return await held.reply([], {})
+
+        llm = ScriptedLLM([ScriptedLLM.tool_call("wait", {}, id="w1"), "done"])
+        agent = OpenaiToolCallingAgent("You wait.", [wait]).with_llm(llm)
+        served = app(agent).state.served
+        served.slots.take()
+        request = [Message(role=MessageRole.USER, content="wait")]
+        run = ServedRun(served.module, request, Session(None), served.slots)
+        events = run.events(None)
+        first = await anext(events)
+        stream = _sse(served, run, first, events, False)
+        assert b'"role": "assistant"' in await anext(stream)
         await held.started.wait()
         await stream.aclose()
         await settle(run)

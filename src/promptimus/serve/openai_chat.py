@@ -293,10 +293,10 @@ async def _sse(
         data = {**base, "choices": [choice], **extra}
         return f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
-    yield chunk({"role": "assistant", "content": ""})
     step_text = ""
     event: AgentEvent = first
     try:
+        yield chunk({"role": "assistant", "content": ""})
         while True:
             if isinstance(event, TextDelta):
                 step_text += event.text
@@ -325,7 +325,7 @@ async def _sse(
         yield _error_event(run_failure(exc))
         return
     finally:
-        await events.aclose()
+        await events.aclose()  # closed at any chunk, the first too: the run stops
     yield chunk({}, "stop")
     if include_usage:
         data = {**base, "choices": [], "usage": _usage(run.usage)}
