@@ -47,10 +47,11 @@ own (`promptimus.serve.ag_ui_tools`). A call of one ends the run with `RUN_FINIS
 `success` outcome names it in `pendingToolCallIds`; the next request's tool message carries its
 result, and the paused run goes on (that result is not sent back as a `TOOL_CALL_RESULT`).
 
-A paused run waits in this process, with its thread (at most `MAX_PAUSED_RUNS`, the oldest
-forgotten first); a restarted server has forgotten it, and the thread goes on from its stored
-conversation. A paused run resumes once: a client that disconnects from the resuming request
-cancels it, and the thread then goes on from its stored conversation too.
+A paused run waits in this process, with its thread (at most `MAX_PAUSED_RUNS`, and
+`MAX_PAUSED_RUNS_PER_USER` per caller, the oldest forgotten first); a restarted server has
+forgotten it, and the thread goes on from its stored conversation. A paused run resumes once:
+a client that disconnects from the resuming request cancels it, and the thread then goes on
+from its stored conversation too.
 
 A request the server refuses before running (bad JSON, a body that is no `RunAgentInput`, an
 unknown role, a tool result for a call never made, too large, no token, no free run slot) is an
@@ -106,6 +107,9 @@ log = logging.getLogger("promptimus.serve")
 APPROVAL = "tool_approval"
 MAX_PAUSED_RUNS = 10_000
 """Paused runs kept per server; past it the oldest is forgotten (its thread starts afresh)."""
+MAX_PAUSED_RUNS_PER_USER = 1_000
+"""Paused runs kept per caller; past it that caller's oldest is forgotten, so no caller's
+many paused runs push out another's."""
 
 
 def error_response(refused: Refused) -> JSONResponse:
@@ -126,6 +130,7 @@ class _Paused:
     approvals: dict[str, str]
     front: dict[str, str]
     tools: list[FrontEndTool]
+    user: str = ""
 
 
 @dataclass
@@ -356,7 +361,7 @@ class _Face:
                 deps=given.given.state,
             )
         return StreamingResponse(
-            self._stream(request, run, given, key, start),
+            self._stream(request, run, given, (user, key), start),
             media_type=self.encoder.get_content_type(),
             headers={"cache-control": "no-store", "x-accel-buffering": "no"},
         )
@@ -365,14 +370,19 @@ class _Face:
         return self.encoder.encode(event)
 
     async def _stream(
-        self, request: Request, run: ServedRun, given: RunInput, key: str, start: _Start
+        self,
+        request: Request,
+        run: ServedRun,
+        given: RunInput,
+        owner: tuple[str, str],
+        start: _Start,
     ) -> AsyncIterator[str]:
-        yield self._out(RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
         translation = Translation(set(start.results), start.unnamed())
         final: FinalResult[Any] | None = None
         paused: NeedsApproval | None = None
         events = run.events(request)
         try:
+            yield self._out(RunStartedEvent(thread_id=given.thread_id, run_id=given.run_id))
             async for event in events:
                 if isinstance(event, FinalResult):
                     final = event
@@ -390,7 +400,8 @@ class _Face:
             return
         finally:
             await events.aclose()
-        for chunk in self._ending(translation, run, given, key, start, final, paused):
+            await run.cancel()  # closed before its events were asked for: the run stops too
+        for chunk in self._ending(translation, run, given, owner, start, final, paused):
             yield chunk
 
     def _ending(
@@ -398,7 +409,7 @@ class _Face:
         translation: Translation,
         run: ServedRun,
         given: RunInput,
-        key: str,
+        owner: tuple[str, str],
         start: _Start,
         final: FinalResult[Any] | None,
         paused: NeedsApproval | None,
@@ -418,11 +429,21 @@ class _Face:
             log.error("the AG-UI run's last events could not be written", exc_info=exc)
             return [self._out(_run_error(exc))]
         if waiting is not None:
-            self.paused[key] = waiting
-            self.paused.move_to_end(key)
-            while len(self.paused) > MAX_PAUSED_RUNS:  # the oldest waits no more
-                self.paused.popitem(last=False)
+            self._keep(owner, waiting)
         return chunks
+
+    def _keep(self, owner: tuple[str, str], waiting: _Paused) -> None:
+        """Keep a paused run for its thread (user, scoped id); past the caller's share its
+        oldest waits no more, past the server's limit the oldest of all."""
+        user, key = owner
+        waiting.user = user
+        self.paused[key] = waiting
+        self.paused.move_to_end(key)
+        mine = [k for k, p in self.paused.items() if p.user == user]
+        for old in mine[: max(0, len(mine) - MAX_PAUSED_RUNS_PER_USER)]:
+            del self.paused[old]
+        while len(self.paused) > MAX_PAUSED_RUNS:
+            self.paused.popitem(last=False)
 
 
 def _run_error(exc: BaseException) -> RunErrorEvent:

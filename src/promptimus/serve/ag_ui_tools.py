@@ -20,7 +20,7 @@ from typing import Any
 
 from ag_ui.core import Tool as DeclaredTool
 
-from ..errors import PromptimusError, ToolArgumentsError, ToolExecutionError
+from ..errors import InvalidArgument, PromptimusError, ToolArgumentsError, ToolExecutionError
 from ..tools.run_context import RunContext
 from ..tools.tool import Tool
 from .refusal import Refused
@@ -64,7 +64,15 @@ class FrontEndTool(Tool):
             name=declared.name, description=declared.description, requires_approval=True
         )
         schema = declared.parameters
-        if not isinstance(schema, dict) or not schema:
+        if schema is not None and (
+            not isinstance(schema, dict) or schema.get("type", "object") != "object"
+        ):
+            raise InvalidArgument(
+                f"{declared.name!r}: parameters must be a JSON schema of an object "
+                '({"type": "object", "properties": {...}}), or left out for a tool without '
+                f"arguments; got {json.dumps(schema)[:80]}."
+            )
+        if not schema:
             schema = {"type": "object", "properties": {}}
         self._schema: dict[str, Any] = schema
 
@@ -115,7 +123,7 @@ class FrontEndTool(Tool):
 
 def front_end_tools(declared: list[DeclaredTool], own: list[str]) -> list[FrontEndTool]:
     """The client's tools as `FrontEndTool`s; `Refused` 400 for a name no model could call or
-    one of the agent's own tools already has."""
+    one of the agent's own tools already has, or parameters that are no object schema."""
     tools = []
     for item in declared:
         if item.name in own:

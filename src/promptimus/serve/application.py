@@ -8,12 +8,13 @@ from collections.abc import Collection, Mapping, MutableMapping
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from ..argument_checks import positive_int
+from ..argument_checks import finite_number, positive_int
 from ..core.module import Module
 from ..errors import InvalidArgument
 from .a2a import a2a_routes
@@ -21,11 +22,13 @@ from .ag_ui import ag_ui_routes
 from .callers import Callers
 from .chat_page import chat_routes
 from .conversations import DEFAULT_MAX_CONVERSATIONS, Conversations
+from .http_errors import http_error
 from .openai_chat import openai_routes
 from .served import Served
 from .served_run import RunSlots
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_MAX_CONCURRENT_RUNS",
     "DEFAULT_MAX_CONVERSATIONS",
@@ -34,6 +37,7 @@ __all__ = [
 
 DEFAULT_MAX_CONCURRENT_RUNS = 64
 DEFAULT_MAX_BODY_BYTES = 1_000_000
+DEFAULT_BODY_TIMEOUT = 30.0
 
 _HEADERS = [
     (b"x-content-type-options", b"nosniff"),
@@ -50,6 +54,7 @@ def app(
     max_concurrent_runs: int = DEFAULT_MAX_CONCURRENT_RUNS,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
     name: str | None = None,
     allowed_hosts: Collection[str] | None = None,
     board_url: str | None = None,
@@ -65,6 +70,8 @@ def app(
     - `max_body_bytes`: the largest request body; a larger one gets 413.
     - `max_conversations`: without a store, the conversations kept in this process (default
       10,000); past it the least recently used is forgotten (its next request starts afresh).
+    - `body_timeout`: seconds a request body may take to arrive whole; a slower one gets 408,
+      so a client that never finishes its body holds no connection forever.
     - `name`: the model name clients see (default: the module's class name).
     - `allowed_hosts`: the `Host` headers answered (`host:port`); others get 403, so a web page
       whose domain was pointed at this address (DNS rebinding) cannot use it. None: any.
@@ -95,6 +102,7 @@ def app(
         slots=RunSlots(positive_int(max_concurrent_runs, "max_concurrent_runs")),
         max_body_bytes=positive_int(max_body_bytes, "max_body_bytes"),
         conversations=Conversations(positive_int(max_conversations, "max_conversations")),
+        body_timeout=finite_number(body_timeout, "body_timeout", positive=True),
     )
     hosts = None if allowed_hosts is None else frozenset(allowed_hosts)
     board = _board_url(board_url)
@@ -109,7 +117,7 @@ def app(
         *a2a_routes(served),
         *chat_routes(served, board),
     ]
-    application = Starlette(routes=routes)
+    application = Starlette(routes=routes, exception_handlers={HTTPException: http_error})
     application.add_middleware(_Guard, hosts=hosts)
     application.state.served = served
     return application

@@ -45,12 +45,21 @@ log = logging.getLogger("promptimus.serve")
 _ERROR_TYPES = {401: "authentication_error", 403: "permission_error", 404: "not_found_error"}
 
 
-def error_response(refused: Refused) -> JSONResponse:
+def _error_type(refused: Refused) -> str:
     kind = _ERROR_TYPES.get(refused.status)
     if kind is None:
         kind = "invalid_request_error" if refused.status < 500 else "server_error"
+    return kind
+
+
+def error_response(refused: Refused) -> JSONResponse:
     body = {
-        "error": {"message": refused.message, "type": kind, "param": None, "code": refused.code}
+        "error": {
+            "message": refused.message,
+            "type": _error_type(refused),
+            "param": None,
+            "code": refused.code,
+        }
     }
     return JSONResponse(body, refused.status, headers=refused.headers)
 
@@ -260,7 +269,11 @@ async def _whole(
         await events.aclose()
     if isinstance(event, NeedsApproval):
         return error_response(paused_refusal())
-    message = {"role": "assistant", "content": served_text(event.output), "refusal": None}
+    try:
+        content = served_text(event.output)
+    except Exception as exc:  # an answer no JSON can hold (one that refers to itself)
+        return error_response(run_failure(exc))
+    message = {"role": "assistant", "content": content, "refusal": None}
     return JSONResponse(
         {
             "id": f"chatcmpl-{uuid.uuid4().hex}",
@@ -296,10 +309,10 @@ async def _sse(
         data = {**base, "choices": [choice], **extra}
         return f"data: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
 
-    yield chunk({"role": "assistant", "content": ""})
     step_text = ""
     event: AgentEvent = first
     try:
+        yield chunk({"role": "assistant", "content": ""})
         while True:
             if isinstance(event, TextDelta):
                 step_text += event.text
@@ -328,7 +341,7 @@ async def _sse(
         yield _error_event(run_failure(exc))
         return
     finally:
-        await events.aclose()
+        await events.aclose()  # closed at any chunk, the first too: the run stops
     yield chunk({}, "stop")
     if include_usage:
         data = {**base, "choices": [], "usage": _usage(run.usage)}
@@ -337,5 +350,5 @@ async def _sse(
 
 
 def _error_event(refused: Refused) -> bytes:
-    error = {"message": refused.message, "type": "server_error", "code": refused.code}
+    error = {"message": refused.message, "type": _error_type(refused), "code": refused.code}
     return f"data: {json.dumps({'error': error})}\n\n".encode()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -12,10 +13,12 @@ from .refusal import Refused
 __all__ = ["read_json"]
 
 
-async def read_json(request: Request, max_bytes: int) -> Any:
+async def read_json(request: Request, max_bytes: int, seconds: float) -> Any:
     """The body as JSON; `Refused` 413 past `max_bytes` (checked on the declared length and on
-    the bytes as they arrive, so a body without a length cannot slip past), 415 for a body that
-    is not declared JSON, 400 for one that does not parse."""
+    the bytes as they arrive, so a body without a length cannot slip past); 408 when the whole
+    body has not arrived within `seconds` (a body that never ends holds nothing); 415 for a
+    body that is not declared JSON; 400 for one that does not parse (or holds a number too
+    long to read)."""
     declared = request.headers.get("content-length")
     if declared is not None and declared.isdigit() and int(declared) > max_bytes:
         raise _too_large(max_bytes)
@@ -27,12 +30,21 @@ async def read_json(request: Request, max_bytes: int) -> Any:
             "unsupported_media_type",
         )
     body = bytearray()
-    async for chunk in request.stream():
-        body += chunk
-        if len(body) > max_bytes:
-            raise _too_large(max_bytes)
     try:
-        return json.loads(body)
+        async with asyncio.timeout(seconds):
+            async for chunk in request.stream():
+                body += chunk
+                if len(body) > max_bytes:
+                    raise _too_large(max_bytes)
+    except TimeoutError:
+        raise Refused(
+            408,
+            f"The request body did not arrive within {seconds:g} seconds; send it whole "
+            "(the limit is app(..., body_timeout=)).",
+            "request_timeout",
+        ) from None
+    try:
+        return json.loads(body, parse_constant=_not_json)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise Refused(400, f"The request body is not valid JSON ({exc}).", "invalid_json") from None
     except ValueError:  # a number of more digits than Python converts
@@ -41,6 +53,16 @@ async def read_json(request: Request, max_bytes: int) -> Any:
         ) from None
     except RecursionError:
         raise Refused(400, "The request body nests too deeply.", "invalid_json") from None
+
+
+def _not_json(constant: str) -> Any:
+    """NaN and the infinities are not JSON (Python's reader takes them, and they would come
+    back out changed, as null); refused like any other bad body."""
+    raise Refused(
+        400,
+        f"The request body is not valid JSON: {constant} is not a JSON number.",
+        "invalid_json",
+    )
 
 
 def _too_large(max_bytes: int) -> Refused:

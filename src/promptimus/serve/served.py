@@ -29,6 +29,7 @@ class Served:
     slots: RunSlots
     max_body_bytes: int
     conversations: Conversations
+    body_timeout: float
 
     def caller(self, request: Request) -> str:
         """The user the request's token names; `Refused` 401 when it names nobody."""
@@ -47,7 +48,7 @@ class Served:
         return user
 
     async def body(self, request: Request) -> Any:
-        return await read_json(request, self.max_body_bytes)
+        return await read_json(request, self.max_body_bytes, self.body_timeout)
 
     def session(self, user: str, conversation: str | None) -> Session:
         """`user`'s conversation `conversation` (kept in the store, or in this process without
