@@ -13,8 +13,9 @@ from long_conversation import anthropic_responder, lookup, openai_responder, tur
 
 from promptimus.agents import OpenaiToolCallingAgent
 from promptimus.agents.events import CompactionEvent, FinalResult
+from promptimus.dto import Message, MessageRole
 from promptimus.dto.run_record import RunRecord
-from promptimus.errors import ContextWindowExceeded
+from promptimus.errors import ContextWindowExceeded, MalformedReply
 from promptimus.llms import Anthropic, OpenAILike
 from promptimus.modules import ClearThinking, ClearToolResults, Compactor, Summarize
 from promptimus.modules.compaction import cleared_note
@@ -181,3 +182,23 @@ async def test_without_native_support_the_steps_run_locally() -> None:
         assert "context_management" not in last
         results = [m for m in last["messages"] if m["role"] == "tool"]
         assert results[0]["content"] == cleared_note("lookup")
+
+
+@pytest.mark.parametrize("applied", ["cleared", [1, 2], {"type": "clear_tool_uses_20250919"}])
+async def test_a_malformed_report_of_the_edits_is_refused(
+    anthropic_srv: FakeAnthropicServer, applied: Any
+) -> None:
+    body = {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-test",
+        "content": [{"type": "text", "text": "Hello."}],
+        "stop_reason": "end_turn",
+        "usage": {"input_tokens": 5, "output_tokens": 2},
+        "context_management": {"applied_edits": applied},
+    }
+    anthropic_srv.messages.respond_with(lambda _: body)
+    llm = anthropic_llm(anthropic_srv)
+    with pytest.raises(MalformedReply, match="applied_edits"):
+        await llm.achat([Message(role=MessageRole.USER, content="Hi")])
