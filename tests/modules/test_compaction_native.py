@@ -17,6 +17,7 @@ from promptimus.dto import Message, MessageRole
 from promptimus.dto.run_record import RunRecord
 from promptimus.errors import ContextWindowExceeded, MalformedReply
 from promptimus.llms import Anthropic, OpenAILike
+from promptimus.llms.cache_key import request_key
 from promptimus.modules import ClearThinking, ClearToolResults, Compactor, Summarize
 from promptimus.modules.compaction import cleared_note
 from promptimus.testing import FakeAnthropicServer, FakeOpenAIServer
@@ -202,3 +203,12 @@ async def test_a_malformed_report_of_the_edits_is_refused(
     llm = anthropic_llm(anthropic_srv)
     with pytest.raises(MalformedReply, match="applied_edits"):
         await llm.achat([Message(role=MessageRole.USER, content="Hi")])
+
+
+def test_what_the_server_cleared_does_not_change_a_response_cache_key() -> None:
+    llm = OpenAILike("m", api_key="k", base_url="http://127.0.0.1:9/v1")
+    question = [Message(role=MessageRole.USER, content="Hi")]
+    edits = [{"type": "clear_tool_uses_20250919", "cleared_input_tokens": 40}]
+    edited = Message(role=MessageRole.ASSISTANT, content="Hello.", context_edits=edits)
+    plain = Message(role=MessageRole.ASSISTANT, content="Hello.")
+    assert request_key(llm, [*question, edited], {}) == request_key(llm, [*question, plain], {})
