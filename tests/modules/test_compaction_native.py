@@ -212,3 +212,11 @@ def test_what_the_server_cleared_does_not_change_a_response_cache_key() -> None:
     edited = Message(role=MessageRole.ASSISTANT, content="Hello.", context_edits=edits)
     plain = Message(role=MessageRole.ASSISTANT, content="Hello.")
     assert request_key(llm, [*question, edited], {}) == request_key(llm, [*question, plain], {})
+
+
+def test_with_every_step_on_the_server_nothing_is_left_to_run_here() -> None:
+    claude = Anthropic("claude-test", api_key="k", base_url="http://127.0.0.1:9")
+    long = [Message(role=MessageRole.USER, content="word " * 2000)]
+    assert not native().needed(long, claude)  # the server clears; no local pass, no span
+    assert native(ClearToolResults(), Summarize()).needed(long, claude)
+    assert native().needed(long, OpenAILike("m", api_key="k", base_url="http://127.0.0.1:9/v1"))

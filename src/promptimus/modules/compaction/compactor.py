@@ -189,7 +189,10 @@ class Compactor(Module):
         return Compaction(current, replaced, boundary, tokens_before, tokens, tuple(ran), usage)
 
     def needed(self, messages: Sequence[Message], llm: Any = None) -> bool:
-        """Whether `messages` are over the trigger (a cheap check, no model call)."""
+        """Whether `messages` are over the trigger (a cheap check, no model call) with a step
+        left to run here (not one the provider's server applies under `native`)."""
+        if self.native_for(llm) and all(s.native_edit(None) is not None for s in self._steps):
+            return False
         return self.is_over(messages, conversation_tokens(messages), llm)
 
     async def forward(
