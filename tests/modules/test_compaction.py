@@ -72,7 +72,6 @@ def conversation(turns: int, **kwargs: Any) -> list[Message]:
         {"trigger_tokens": 10, "keep_last": 0},
         {"trigger_tokens": 10, "keep_last": 1.0},
         {"trigger_tokens": 10, "native": "yes"},
-        {"trigger_tokens": 10, "native": True},
     ],
 )
 def test_bad_settings_are_refused_where_given(kwargs: dict[str, Any]) -> None:

@@ -39,3 +39,6 @@ class MessageDelta(BaseModel):
     """Whole tool calls the provider's server ran, each sent once it is complete."""
     response_id: str | None = None
     """The id the server gave the reply (see `Message.response_id`); the last one given wins."""
+    context_edits: list[dict[str, Any]] | None = None
+    """What the server cleared from the request (see `Message.context_edits`); the last given
+    wins."""

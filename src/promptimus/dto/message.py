@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from typing import Any
 
 from pydantic import BaseModel, Field, TypeAdapter
 
@@ -35,7 +36,9 @@ class Message(BaseModel):
     request can send them back and the run record can show them; nothing runs locally.
     `response_id` is the id the server gave the reply (a Responses `resp_...` id), so a
     conversation the server stores can continue from it. `summary_of` marks a message that
-    compaction wrote: the number of earlier messages it stands for."""
+    compaction wrote: the number of earlier messages it stands for. `context_edits` is what
+    the provider's server cleared from the request before the model read it (Anthropic's
+    ``context_management.applied_edits``, verbatim), None when it edited nothing."""
 
     role: MessageRole
     content: str = ""
@@ -51,6 +54,7 @@ class Message(BaseModel):
     hosted_calls: list[HostedToolCall] | None = None
     response_id: str | None = None
     summary_of: int | None = None
+    context_edits: list[dict[str, Any]] | None = None
 
     def __str__(self) -> str:
         """The message's text: ``print(reply)`` shows what the model said. ``repr`` keeps

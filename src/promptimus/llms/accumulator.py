@@ -41,6 +41,7 @@ class MessageAccumulator:
         "_reasoning",
         "_thinking",
         "chunks",
+        "context_edits",
         "finish_reason",
         "model_name",
         "response_id",
@@ -55,6 +56,7 @@ class MessageAccumulator:
         self._thinking: list[ThinkingBlock] = []
         self._hosted: list[HostedToolCall] = []
         self.response_id: str | None = None
+        self.context_edits: list[dict[str, Any]] | None = None
         self.usage: Usage | None = None
         self.finish_reason: str | None = None
         self.model_name: str | None = None
@@ -72,6 +74,8 @@ class MessageAccumulator:
             self._hosted.extend(delta.hosted_calls)
         if delta.response_id is not None:
             self.response_id = delta.response_id
+        if delta.context_edits is not None:
+            self.context_edits = delta.context_edits
         for fragment in delta.tool_calls:
             if fragment.extra_content is not None:
                 self._extras[fragment.index] = fragment.extra_content
@@ -136,6 +140,7 @@ class MessageAccumulator:
             model_name=self.model_name,
             hosted_calls=list(self._hosted) if self._hosted else None,
             response_id=self.response_id,
+            context_edits=self.context_edits,
         )
 
 

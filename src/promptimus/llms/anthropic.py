@@ -50,6 +50,9 @@ log = logging.getLogger("promptimus.llms")
 
 DEFAULT_MAX_TOKENS = 8192
 
+CONTEXT_MANAGEMENT_BETA = "context-management-2025-06-27"
+"""The beta a request with ``context_management`` (context editing) is sent under."""
+
 _REQUEST_OPTIONS = frozenset(
     {
         "max_tokens",
@@ -71,6 +74,7 @@ _REQUEST_OPTIONS = frozenset(
         "inference_geo",
         "mcp_servers",
         "stream",
+        "context_management",
         "extra_headers",
         "extra_query",
         "extra_body",
@@ -116,6 +120,16 @@ def _thinking_config(thinking: Any, max_tokens: int) -> dict[str, Any] | None:
     return {"type": "enabled", "budget_tokens": budget}
 
 
+def _add_beta(params: dict[str, Any], beta: str) -> None:
+    """``beta`` added to the request's ``anthropic-beta`` header (the betas it has kept)."""
+    headers = dict(params.get("extra_headers") or {})
+    betas = [b.strip() for b in str(headers.get("anthropic-beta") or "").split(",") if b.strip()]
+    if beta not in betas:
+        betas.append(beta)
+    headers["anthropic-beta"] = ",".join(betas)
+    params["extra_headers"] = headers
+
+
 class Anthropic(StreamChecks):
     """Chat with a Claude model through Anthropic's Messages API.
 
@@ -136,6 +150,9 @@ class Anthropic(StreamChecks):
     _error_events_have_status = True
     provider_name = "anthropic"
     """The provider traces name (OpenTelemetry's `gen_ai.provider.name`)."""
+    context_editing = True
+    """The server clears old tool results and thinking itself (``context_management``): a
+    ``Compactor(native=True)`` leaves those steps to it."""
 
     def _says_something(self, delta: MessageDelta) -> bool:
         """A thinking block is output too: it goes back with the next request of a tool loop."""
@@ -257,6 +274,8 @@ class Anthropic(StreamChecks):
         params["messages"] = messages
         if self.cache:
             add_cache_breakpoints(params)
+        if "context_management" in params:
+            _add_beta(params, CONTEXT_MANAGEMENT_BETA)
         return params
 
     def _estimate_tokens(self, params: dict[str, Any]) -> float:

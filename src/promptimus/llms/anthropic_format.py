@@ -417,7 +417,25 @@ def reply_to_message(data: Any) -> Message:
         usage=usage_from_anthropic(data.get("usage")),
         finish_reason=finish,
         model_name=model if isinstance(model, str) and model else None,
+        context_edits=applied_edits(data),
     )
+
+
+def applied_edits(data: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """What the server's context editing cleared (``context_management.applied_edits``, on a
+    reply or a ``message_delta`` event); None when it cleared nothing. ``MalformedReply`` for
+    a report of the wrong shape."""
+    management = data.get("context_management")
+    if management is None:
+        return None
+    edits = management.get("applied_edits") if isinstance(management, dict) else None
+    if edits is None:
+        return None
+    if not isinstance(edits, list) or not all(isinstance(edit, dict) for edit in edits):
+        raise MalformedReply(
+            f"context_management.applied_edits is {edits!r:.80}, expected a list of objects"
+        )
+    return [dict(edit) for edit in edits] or None
 
 
 _TEXT_FIELDS = {
@@ -547,4 +565,5 @@ class StreamReader:
             usage=usage_from_anthropic(self._usage),
             finish_reason=finish,
             model_name=self._model,
+            context_edits=applied_edits(event),
         )

@@ -9,7 +9,7 @@ whitespace) of:
   temperature, response_format, ...), without the ones that only change how the request travels
   (``stream``, ``stream_options``, ``timeout``, ``extra_headers``);
 - the messages with everything sent to a model (role, text, images, tool calls, tool-call
-  ids), without reply metadata (usage, finish_reason, model_name).
+  ids), without reply metadata (usage, finish_reason, model_name, context_edits).
 
 Whether a request may be cached at all is `is_deterministic`.
 """
@@ -30,7 +30,7 @@ KEY_VERSION = "promptimus-response-cache/1"
 
 _TRANSPORT_OPTIONS = frozenset({"stream", "stream_options", "timeout", "extra_headers"})
 # a set, not a frozenset: the type pydantic's `exclude=` declares (read only all the same)
-_REPLY_METADATA: set[str] = {"usage", "finish_reason", "model_name"}
+_REPLY_METADATA: set[str] = {"usage", "finish_reason", "model_name", "context_edits"}
 
 
 def provider_identity(llm: Any) -> Any:

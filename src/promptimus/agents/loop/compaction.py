@@ -10,11 +10,26 @@ next run starts from it and does not compact it again.
 
 from __future__ import annotations
 
+import dataclasses
+
+from ...dto import Message, Usage
 from ...dto.run_record import CompactionRecord
 from ..events import CompactionEvent
 from .active_run import ActiveRun
+from .model_call import ModelRequest
 
-__all__ = ["compact_conversation", "keep_compacted_history"]
+__all__ = [
+    "compact_conversation",
+    "keep_compacted_history",
+    "record_native_compaction",
+    "with_native_edits",
+]
+
+_NATIVE_STEPS = {
+    "clear_tool_uses_20250919": "clear_tool_results",
+    "clear_thinking_20251015": "clear_thinking",
+}
+"""The step each of the server's context edits stands for."""
 
 
 async def compact_conversation(run: ActiveRun) -> None:
@@ -49,3 +64,38 @@ def keep_compacted_history(run: ActiveRun) -> None:
     if run.compacted_from is not None:
         compacted = run.conversation[: run.history_size]
         run.agent.executor.keep_history(run.memory, run.compacted_from, compacted)
+
+
+def with_native_edits(run: ActiveRun, request: ModelRequest) -> ModelRequest:
+    """`request` carrying the context edits of a native compactor (``Compactor(native=True)``
+    on a provider whose server clears context itself), unless the request sets its own."""
+    compactor = run.agent.predictor.compactor
+    if compactor is None or "context_management" in request.params:
+        return request
+    edits = compactor.native_edits(run.llm)
+    if not edits:
+        return request
+    params = {**request.params, "context_management": {"edits": edits}}
+    return dataclasses.replace(request, params=params)
+
+
+def record_native_compaction(run: ActiveRun, request: ModelRequest, reply: Message) -> None:
+    """A step whose request the server edited (`Message.context_edits`) is a compaction: the
+    record and the stream show it with the server's figures (the input it read, and that plus
+    what its edits cleared), before the step itself is recorded."""
+    if not reply.context_edits or "context_management" not in request.params:
+        return
+    cleared = sum(_count(edit.get("cleared_input_tokens")) for edit in reply.context_edits)
+    after = reply.usage.prompt_tokens if reply.usage is not None else 0
+    steps = tuple(
+        _NATIVE_STEPS.get(str(edit.get("type")), str(edit.get("type")))
+        for edit in reply.context_edits
+    )
+    step = len(run.record.steps)
+    run.record.compactions.append(CompactionRecord(step, after + cleared, after, steps, Usage()))
+    if run.emit is not None:
+        run.emit(CompactionEvent(step, after + cleared, after, steps, Usage()))
+
+
+def _count(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

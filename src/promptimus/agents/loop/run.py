@@ -30,7 +30,12 @@ from ..image_fallback import refused_images
 from .active_run import ActiveRun, Emit
 from .agent import LoopAgent
 from .approvals import ResumePlan, pause, resume_run, run_screened
-from .compaction import compact_conversation, keep_compacted_history
+from .compaction import (
+    compact_conversation,
+    keep_compacted_history,
+    record_native_compaction,
+    with_native_edits,
+)
 from .decisions import Act, Final, Retry
 from .guarding import (
     REPLACED,
@@ -105,6 +110,7 @@ async def _steps(run: ActiveRun, check: InputCheck | None, new: list[Message]) -
             )
         await compact_conversation(run)
         step_request, offered = await build_request(run, options)
+        step_request = with_native_edits(run, step_request)
         deltas = _Deltas.of(run, hold=judged or check is not None)
         if check is None:
             reply = await _call_model(run, step_request, deltas)
@@ -120,6 +126,7 @@ async def _steps(run: ActiveRun, check: InputCheck | None, new: list[Message]) -
         if reply is None:  # rejected, and the agent adapted: send the step again
             options = options.adapted(run)
             continue
+        record_native_compaction(run, step_request, reply)
         outcome = await _settle(run, step_request, reply, offered, options.approval, deltas)
         if outcome is not None:
             return outcome

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from ...argument_checks import non_negative_int
 from ...dto import Message, MessageRole, ThinkingBlock
 from .step import CompactionStep, StepResult
@@ -47,6 +49,14 @@ class ClearThinking(CompactionStep):
             head[index] = message.model_copy(update=update)
             changed = True
         return StepResult(head) if changed else None
+
+    def native_edit(self, trigger_tokens: int | None) -> dict[str, Any] | None:
+        """Anthropic's ``clear_thinking`` edit: the thinking of all but the last `keep`
+        assistant turns that have some dropped (the server keeps what a tool use needs)."""
+        return {
+            "type": "clear_thinking_20251015",
+            "keep": {"type": "thinking_turns", "value": self.keep},
+        }
 
     def extra_repr(self) -> str:
         return f"keep={self.keep}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ...argument_checks import non_negative_int
 from ...dto import Message, MessageRole
@@ -56,6 +57,19 @@ class ClearToolResults(CompactionStep):
             )
             changed = True
         return StepResult(head) if changed else None
+
+    def native_edit(self, trigger_tokens: int | None) -> dict[str, Any] | None:
+        """Anthropic's ``clear_tool_uses`` edit: all but the last `keep` tool results cleared,
+        those of `exclude` never; above `trigger_tokens` (the server's default without)."""
+        edit: dict[str, Any] = {
+            "type": "clear_tool_uses_20250919",
+            "keep": {"type": "tool_uses", "value": self.keep},
+        }
+        if trigger_tokens is not None:
+            edit["trigger"] = {"type": "input_tokens", "value": trigger_tokens}
+        if self.exclude:
+            edit["exclude_tools"] = sorted(self.exclude)
+        return edit
 
     def extra_repr(self) -> str:
         exclude = f", exclude={sorted(self.exclude)!r}" if self.exclude else ""

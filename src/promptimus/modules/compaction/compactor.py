@@ -55,8 +55,11 @@ class Compactor(Module):
     call and its results, and thinking and the tool use it led to, are kept or removed
     together. Give it to an agent or a `MemoryModule` as ``compactor=``.
 
-    `native=True` (a provider compacting on its own server) is reserved: it is refused until
-    it is built, so no conversation silently goes uncompacted.
+    `native=True`: where the provider clears context on its own server (`Anthropic`: context
+    editing), the steps it has (`ClearToolResults`, `ClearThinking`) are sent with each request
+    as its edits, applied by the server above the token trigger, and reported back on the reply
+    (`Message.context_edits`); the other steps (`Summarize`) still run here, after the server's
+    edits, when the conversation is still over. On a provider without it, every step runs here.
     """
 
     def __init__(
@@ -85,12 +88,6 @@ class Compactor(Module):
         self.keep_last = positive_int(keep_last, "keep_last")
         if not isinstance(native, bool):
             raise InvalidArgument(f"Compactor native must be True or False, got {native!r}.")
-        if native:
-            raise InvalidArgument(
-                "Compactor(native=True): compaction by the provider's own server (Anthropic "
-                "context editing, the Responses API's context_management) is not available yet; "
-                "leave native=False and the steps compact the conversation on every provider."
-            )
         self.native = native
         self.context_window = (
             None if context_window is None else positive_int(context_window, "context_window")
@@ -114,6 +111,19 @@ class Compactor(Module):
     @property
     def steps(self) -> tuple[CompactionStep, ...]:
         return self._steps
+
+    def native_for(self, llm: Any) -> bool:
+        """Whether `llm`'s server does this compactor's clearing steps itself (`native` on a
+        provider with context editing)."""
+        return self.native and getattr(llm, "context_editing", False) is True
+
+    def native_edits(self, llm: Any = None) -> list[dict[str, Any]]:
+        """The context edits the server applies for this compactor's steps (empty unless
+        `native_for` `llm`), in the order of the steps."""
+        if not self.native_for(llm):
+            return []
+        limit = self.token_limit(llm)
+        return [e for step in self._steps if (e := step.native_edit(limit)) is not None]
 
     def token_limit(self, llm: Any = None) -> int | None:
         """The size in tokens over which a conversation is compacted (None: no token trigger);
@@ -157,9 +167,12 @@ class Compactor(Module):
         if frozen_from is not None:
             boundary = min(boundary, frozen_from)
         replaced, tokens, ran, usage = boundary, tokens_before, [], Usage()
+        native = self.native_for(llm)
         for step in self._steps:
             if boundary == 0:
                 break
+            if native and step.native_edit(None) is not None:
+                continue  # the server applies it, on every request
             result = await step(current, boundary)
             if result is None:
                 continue
@@ -176,7 +189,10 @@ class Compactor(Module):
         return Compaction(current, replaced, boundary, tokens_before, tokens, tuple(ran), usage)
 
     def needed(self, messages: Sequence[Message], llm: Any = None) -> bool:
-        """Whether `messages` are over the trigger (a cheap check, no model call)."""
+        """Whether `messages` are over the trigger (a cheap check, no model call) with a step
+        left to run here (not one the provider's server applies under `native`)."""
+        if self.native_for(llm) and all(s.native_edit(None) is not None for s in self._steps):
+            return False
         return self.is_over(messages, conversation_tokens(messages), llm)
 
     async def forward(

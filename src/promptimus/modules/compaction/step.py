@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from ...core import Module
 from ...dto import Message, Usage
@@ -33,6 +33,12 @@ class CompactionStep(Module):
     @abstractmethod
     async def apply(self, messages: list[Message], boundary: int) -> StepResult | None:
         """The new head of `messages` (see the class docstring)."""
+
+    def native_edit(self, trigger_tokens: int | None) -> dict[str, Any] | None:
+        """This step as a context edit the provider's server applies itself (Anthropic's
+        ``context_management.edits``; ``trigger_tokens``: the size it applies above), or None
+        when the server has none like it and the step runs here."""
+        return None
 
     async def forward(self, messages: list[Message], boundary: int) -> StepResult | None:
         return await self.apply(messages, boundary)
