@@ -148,13 +148,7 @@ async def fit(
     concurrency = positive_int(concurrency, "fit's concurrency")
     metric, declared, select = _objectives(metric, objectives, select, runner)
     trainset, valset = _datasets(module, trainset, valset)
-    budget = Budget.of(budget)
-    if budget.calls < len(valset):
-        raise BudgetTooSmall(
-            f"budget of {budget.calls} module calls cannot pay for the baseline evaluation of "
-            f"{len(valset)} validation examples; raise it to at least {len(valset)} (and more "
-            "to leave room for training)."
-        )
+    budget = _budget(budget, len(valset))
     folder = _run_folder(checkpoint_dir, resume)
     optimizer.attach(module)  # last check: NothingToTrain; FewShot adds its demos here
     params = optimizer.parameters()
@@ -197,6 +191,18 @@ async def fit(
         frontier=state.frontier(),
         objectives=dict(state.directions or {"score": "higher"}),
     )
+
+
+def _budget(budget: int | Budget, validation_examples: int) -> Budget:
+    """The budget, once it is sure to pay for the baseline evaluation at least."""
+    budget = Budget.of(budget)
+    if budget.calls < validation_examples:
+        raise BudgetTooSmall(
+            f"budget of {budget.calls} module calls cannot pay for the baseline evaluation of "
+            f"{validation_examples} validation examples; raise it to at least "
+            f"{validation_examples} (and more to leave room for training)."
+        )
+    return budget
 
 
 def _objectives(
