@@ -109,3 +109,20 @@ def test_the_tools_first_order_is_still_taken() -> None:
     assert ToolCallingAgent([]).max_steps == 5
     with pytest.raises(TypeError, match="multiple values for argument 'max_steps'"):
         ToolCallingAgent([tool], 3, max_steps=4)
+
+
+@pytest.mark.parametrize("agent_type", [OpenaiToolCallingAgent, ToolCallingAgent])
+async def test_a_prompt_module_given_whole_is_the_agents_system_prompt(agent_type: Any) -> None:
+    import promptimus as pm
+
+    prompt = pm.Prompt("You add numbers.")
+    reply = "Answer: 4" if agent_type is ToolCallingAgent else "4"
+    llm = ScriptedLLM([reply])
+    agent = agent_type(prompt, [add]).with_llm(llm)
+    answer = await agent("2+2?")
+    assert answer.content == "4"
+    system = llm.requests[0][0][0]
+    assert system.role == MessageRole.SYSTEM and system.content.startswith("You add numbers.")
+    assert agent.predictor.prompt is prompt
+    by_text = agent_type("You add numbers.", [add])
+    assert agent.state_dict() == by_text.state_dict()  # the same checkpoint either way

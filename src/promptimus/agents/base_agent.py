@@ -46,6 +46,7 @@ from ..guardrails.guardrail import Guardrail
 from ..guardrails.screen import checked_guardrails
 from ..modules.compaction import Compactor
 from ..modules.memory import Memory, MemoryModule
+from ..prompts.base_prompt import BasePrompt
 from ..prompts.dynamic_prompt import DynamicPrompt
 from ..tools.hosted import HostedTool
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, check_timeout, tool_items, toolset
@@ -98,7 +99,8 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
     """Shared machinery of `OpenaiToolCallingAgent` and `ToolCallingAgent`.
 
     Submodules: `tools` (a `ModuleDict` of `Tool`s, descriptions checkpointed) and `predictor`
-    (a `MemoryModule` whose `prompt` is a `Prompt`, or a `DynamicPrompt` for callable prompts).
+    (a `MemoryModule` whose `prompt` is a `Prompt`, or a `DynamicPrompt` for callable prompts;
+    a prompt module given whole, such as `pm.Prompt(...)`, is used as it is).
 
     `tool_timeout` (seconds, None for no limit) bounds each tool call whose tool sets no
     `timeout` of its own; a call past it goes back to the model as an error (see
@@ -167,7 +169,10 @@ class BaseAgent(LoopAgent, Generic[OutputT]):
         self._live_tools = LiveTools(items, self.tools)
         self._step_hooks: dict[int, StepHook] = {}
         self._step_hook_warned: set[tuple[int, str]] = set()
-        if callable(prompt):
+        if isinstance(prompt, BasePrompt):  # a prompt module given whole: it is the agent's
+            self.predictor = MemoryModule(memory_size, shared_memory, compactor=compactor)
+            self.predictor.prompt = prompt
+        elif callable(prompt):
             self.predictor = MemoryModule(memory_size, shared_memory, compactor=compactor)
             self.predictor.prompt = DynamicPrompt(prompt, suffix=dynamic_suffix)
         else:

@@ -20,6 +20,7 @@ from ..errors import InvalidArgument, ReactParseError
 from ..guardrails.guardrail import Guardrail
 from ..modules.compaction import Compactor
 from ..modules.memory import Memory
+from ..prompts.prompt import Prompt
 from ..prompts.template import template_fields
 from ..tools.run_context import HandoffView
 from ..tools.tool import DEFAULT_TOOL_TIMEOUT, Tool, handoff_messages
@@ -77,7 +78,7 @@ class ToolCallingAgent(BaseAgent[Message]):
     @compat_calls("agents:react_agent_arguments")
     def __init__(
         self,
-        prompt: str | Callable[..., Any] | None = None,
+        prompt: str | Prompt | Callable[..., Any] | None = None,
         tools: Iterable[Tool | Module | Callable[..., Any]] = (),
         max_steps: int = 5,
         memory_size: int = 20,
@@ -95,6 +96,10 @@ class ToolCallingAgent(BaseAgent[Message]):
             prompt = DEFAULT_PROMPT
         elif isinstance(prompt, str) and "tool_desc" not in template_fields(prompt):
             prompt = f"{prompt}\n\n{REACT_PROTOCOL}"
+        elif isinstance(prompt, Prompt) and isinstance(prompt.prompt.value, str):
+            text = prompt.prompt.value  # a prompt module given whole gets the protocol too
+            if "tool_desc" not in template_fields(text):
+                prompt.prompt.value = f"{text}\n\n{REACT_PROTOCOL}"
         super().__init__(
             tools,
             prompt,
