@@ -9,7 +9,6 @@ a direct reply is (`reply_to_message`)."""
 
 from __future__ import annotations
 
-from collections.abc import Hashable
 from typing import Any
 
 from promptimus.dto import Message
@@ -21,29 +20,26 @@ from promptimus.errors import (
     PromptimusError,
 )
 from promptimus.llms.anthropic_format import reply_to_message
-from promptimus.llms.batch_api import BatchRequest, BatchStatus, BatchWaiting, wait_for_batch
+from promptimus.llms.batch_api import (
+    BatchRequest,
+    BatchStatus,
+    BatchWaiting,
+    ProviderBatch,
+    wait_for_batch,
+)
 from promptimus.llms.server_said import said_by_server
-from promptimus.transport.secret_scrub import redact_secrets, shown_url
+from promptimus.transport.secret_scrub import redact_secrets
 
 __all__ = ["AnthropicBatchAPI"]
 
 _TRANSPORT_OPTIONS = ("timeout", "extra_headers", "extra_query", "extra_body", "stream")
 
 
-class AnthropicBatchAPI:
+class AnthropicBatchAPI(ProviderBatch):
     """The Message Batches API of one `Anthropic` provider (see the module docstring)."""
 
-    discount = 0.5
-
-    def __init__(self, provider: Any) -> None:  # an `Anthropic`, whose request it builds
-        self._provider = provider
-
-    @property
-    def key(self) -> Hashable:
-        return ("anthropic-batch", id(self._provider))
-
-    def _where(self) -> str:
-        return shown_url(self._provider.base_url) or "api.anthropic.com"
+    kind = "anthropic-batch"
+    default_host = "api.anthropic.com"
 
     def _request(self, index: int, request: BatchRequest) -> dict[str, Any]:
         params = self._provider._params(request.history, dict(request.params))

@@ -15,13 +15,41 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Hashable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 from promptimus.argument_checks import finite_number
 from promptimus.dto import Message
 from promptimus.errors import BatchExpired, InvalidArgument
+from promptimus.transport.secret_scrub import shown_url
 
-__all__ = ["BatchAPI", "BatchRequest", "BatchStatus", "BatchWaiting", "wait_for_batch"]
+__all__ = [
+    "BatchAPI",
+    "BatchRequest",
+    "BatchStatus",
+    "BatchWaiting",
+    "ProviderBatch",
+    "wait_for_batch",
+]
+
+
+class ProviderBatch:
+    """What each provider's batch API shares: the provider whose requests it builds, the
+    batch price (half the direct one), and which requests may share one batch (those of one
+    provider object: one model at one address)."""
+
+    discount = 0.5
+    kind: ClassVar[str]  # names the API in `key`
+    default_host: ClassVar[str]  # shown where the provider was given no address
+
+    def __init__(self, provider: Any) -> None:
+        self._provider = provider
+
+    @property
+    def key(self) -> Hashable:
+        return (self.kind, id(self._provider))
+
+    def _where(self) -> str:
+        return shown_url(self._provider.base_url) or self.default_host
 
 
 @dataclass(frozen=True)

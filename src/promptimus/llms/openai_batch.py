@@ -10,7 +10,6 @@ layer. Each reply is read as a direct reply is (`completion_to_message`)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Hashable
 from typing import Any, Final
 
 from promptimus.dto import Message
@@ -21,10 +20,16 @@ from promptimus.errors import (
     BatchUnsupported,
     PromptimusError,
 )
-from promptimus.llms.batch_api import BatchRequest, BatchStatus, BatchWaiting, wait_for_batch
+from promptimus.llms.batch_api import (
+    BatchRequest,
+    BatchStatus,
+    BatchWaiting,
+    ProviderBatch,
+    wait_for_batch,
+)
 from promptimus.llms.openai_format import completion_to_message
 from promptimus.llms.server_said import said_by_server
-from promptimus.transport.secret_scrub import redact_secrets, shown_url
+from promptimus.transport.secret_scrub import redact_secrets
 
 __all__ = ["OpenAIBatchAPI"]
 
@@ -33,20 +38,11 @@ _TRANSPORT_OPTIONS = ("timeout", "extra_headers", "extra_query", "extra_body")
 _RUNNING = frozenset({"validating", "in_progress", "finalizing", "cancelling"})
 
 
-class OpenAIBatchAPI:
+class OpenAIBatchAPI(ProviderBatch):
     """The batch API of one `OpenAILike` provider (see the module docstring)."""
 
-    discount = 0.5
-
-    def __init__(self, provider: Any) -> None:  # an `OpenAILike`, whose request it builds
-        self._provider = provider
-
-    @property
-    def key(self) -> Hashable:
-        return ("openai-batch", id(self._provider))
-
-    def _where(self) -> str:
-        return shown_url(self._provider.base_url) or "api.openai.com"
+    kind = "openai-batch"
+    default_host = "api.openai.com"
 
     def _line(self, index: int, request: BatchRequest) -> dict[str, Any]:
         params = self._provider._params(request.history, dict(request.params))
