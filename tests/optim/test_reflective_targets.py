@@ -10,6 +10,7 @@ from optim_task import BASELINE, GOOD, dataset, fence, make_student, metric, stu
 
 from promptimus import Module, Parameter
 from promptimus.dto import Message, MessageRole
+from promptimus.evals import evaluate
 from promptimus.llms.scripted import ScriptedLLM
 from promptimus.modules.prompt import Prompt
 from promptimus.optim import ProposalRequest, Reflective, fit
@@ -187,3 +188,41 @@ async def test_the_teachers_request_holds_the_failing_runs_calls_of_the_changed_
         assert f"root.instr (Prompt)(text='{word}') -> '{word}'" in asked
     assert "root.instr (Prompt)(text='CAT')" not in asked  # CAT was answered right
     assert "root.clean" not in asked
+
+
+class Repeater(Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.instr = Prompt(BASELINE)
+        self.with_llm(make_student())
+
+    async def forward(self, text: str) -> Message:
+        return await self.instr(text=text)  # type: ignore[no-any-return]
+
+
+async def test_a_prompts_role_made_trainable_beside_its_text_is_left_alone() -> None:
+    program = Repeater()
+    program.requires_grad_(True)  # the role too, which a rewrite of the text cannot be
+    assert set(dict(program.named_parameters())) >= {"instr.prompt", "instr.role"}
+    propose, seen = recorder({"instr.prompt": GOOD, "instr.role": GOOD})
+    result = await fit(
+        program,
+        dataset()[:4],
+        metric,
+        optimizer=Reflective(propose=propose, minibatch_size=4),
+        budget=4 + 2 * 4 + 4,
+        progress=False,
+    )
+    assert [request.path for request in seen] == ["instr.prompt"]
+    assert result.best_score == 1.0 and program.instr.prompt.value == GOOD
+    assert program.instr.role.value == "system"
+
+
+async def test_a_proposal_for_a_role_that_is_not_one_is_rejected() -> None:
+    program = Repeater()
+    program.requires_grad_(True)
+    optimizer = Reflective(propose=lambda request: "Be terse.")
+    optimizer.attach(program)
+    rows = (await evaluate(program, dataset()[:2], metric, progress=False)).rows
+    candidate = await optimizer.propose(list(rows), path="instr.role")
+    assert candidate.rejected is not None and "message role" in candidate.rejected

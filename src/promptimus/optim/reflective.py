@@ -16,7 +16,7 @@ from .counted_evaluation import BudgetSpent
 from .merge import MergePlan, plan_merge
 from .proposer import ProposalRequest, ProposeFn, TeacherProposer
 from .run_state import TrainState
-from .template_check import template_break
+from .template_check import is_role, role_break, template_break
 from .trainable import require_trainable
 
 
@@ -139,7 +139,7 @@ class Reflective:
                 f"propose= returned {type(value).__name__} {value!r:.60}; it must return the "
                 "new text of the parameter as a str."
             )
-        rejected = template_break(current, value)
+        rejected = role_break(path, current, value) or template_break(current, value)
         if not value.strip():
             rejected = "empty proposal"
         elif value == current:
@@ -190,7 +190,11 @@ class Reflective:
         owners = [owner_of(path, self._root) for path in self._params]
         blamed = blamed_modules(rows, owners, self._root)
         chosen = blamed[turn % len(blamed)]
-        return [path for path, owner in zip(self._params, owners, strict=True) if owner == chosen]
+        paths = [path for path, owner in zip(self._params, owners, strict=True) if owner == chosen]
+        # a prompt's role made trainable beside its text (`requires_grad_(True)` on the module)
+        # is left alone while there is text to change: a rewrite of the text cannot be a role
+        text = [path for path in paths if not is_role(path, self._param(path).value)]
+        return text or paths
 
     async def step(self, state: TrainState) -> bool:
         """One proposal, tried and accepted or reverted. False when there is nothing to gain."""
