@@ -165,9 +165,12 @@ def test_a_running_run_shows_its_progress_so_far(tmp_path: Path) -> None:
             release.set()
             runner.join(30)
     assert "badge running" in page
+    assert 'data-live="1"' in page and "<div id=live>" in page  # fetched again while it runs
     assert "latest: halfway there (50%)" in progress_of(page)
     assert "call_9" in progress_of(page)
-    assert "latest: halfway there (50%)" in progress_of(run_page(path))  # kept once it ended
+    ended = run_page(path)
+    assert "latest: halfway there (50%)" in progress_of(ended)  # kept once it ended
+    assert "badge ok" in ended and 'data-live="1"' not in ended
 
 
 def test_a_file_from_before_the_table_shows_its_runs_and_gains_it(tmp_path: Path) -> None:
