@@ -16,6 +16,11 @@ change what was recorded. `flush()`, `close()` (also at the end of `with record(
 interpreter's exit write whatever is queued, so a run that finished is never lost. A forked
 child (`os.fork`, multiprocessing) records its own runs, with a writer thread of its own.
 
+What a tool reports while it runs (`ctx.progress(...)`, a "tool_progress" event to the provider
+call observers) goes through the same queue: its run, tool call, message (cut at
+`_PROGRESS_CHARS`) and fraction, written while the run runs, so a running run's page shows how
+far its tools got; the latest `_MAX_PROGRESS` reports of each run are kept.
+
 Secrets: the keys every provider holds (`provider.secrets()`: those of every provider in a
 run's module tree, learnt before its first row is made, and of the providers a wrapper such as
 `FallbackLLM` holds), and the values of environment variables whose names say KEY, TOKEN, SECRET
@@ -31,6 +36,7 @@ import atexit
 import contextvars
 import itertools
 import logging
+import math
 import os
 import queue
 import sqlite3
@@ -75,6 +81,8 @@ _PROVIDER_KIND = {"llm": "LLM", "embedding": "EMBEDDING", "rerank": "RERANKER"}
 _MAX_BATCH = 2000
 _QUIET = 0.005
 _MAX_DELAY = 1.0
+_MAX_PROGRESS = 200  # tool progress reports kept per run: a chatty tool cannot fill the file
+_PROGRESS_CHARS = 500  # a progress message is a line, not a document
 
 
 class _Span:
@@ -131,6 +139,27 @@ class _Span:
     def run(self) -> _Span:
         """The span of the run this one belongs to (itself for a run's outermost call)."""
         return self if self._root is None else self._root
+
+
+class _Progress:
+    """One `ctx.progress(...)` report, as the calling thread noted it."""
+
+    __slots__ = ("at", "fraction", "message", "run", "tool", "tool_call_id")
+
+    def __init__(self, run: _Span, attributes: Mapping[str, Any]) -> None:
+        self.run = run
+        self.tool = str(attributes.get("tool") or "")
+        self.tool_call_id = str(attributes.get("tool_call_id") or "")
+        self.message = str(attributes.get("message") or "")
+        fraction = attributes.get("fraction")
+        self.fraction = (
+            float(fraction)
+            if isinstance(fraction, int | float)
+            and not isinstance(fraction, bool)
+            and math.isfinite(fraction)
+            else None
+        )
+        self.at = time.time()
 
 
 _STOP = object()
@@ -348,6 +377,14 @@ class Recording:
         span.ended = time.time()
         self._queue.put(("end", span))
 
+    def on_event(self, module: Module, name: str, attributes: Mapping[str, Any]) -> None:
+        """A tool's progress report, kept with the run under way (none: not recorded)."""
+        if name != "tool_progress":
+            return
+        span = self._current.get()
+        if span is not None:
+            self._queue.put(("progress", _Progress(span.run, attributes)))
+
     # ------------------------------------------------------------------ the writer thread
 
     def _wait_for_a_pause(self) -> None:
@@ -400,6 +437,8 @@ class Recording:
         for item in batch:
             if type(item) is tuple:
                 tag, span = item
+                if tag == "progress":
+                    continue
                 if tag == "run":
                     self._running[id(span)] = span
                 elif span.parent is None:
@@ -407,8 +446,9 @@ class Recording:
 
     def _write(self, batch: list[Any]) -> None:
         """Turn the batch's spans into rows and write them in one transaction."""
-        items = [item for item in batch if isinstance(item, tuple)]
-        if not items:
+        items = [item for item in batch if isinstance(item, tuple) and item[0] != "progress"]
+        reports = [item[1] for item in batch if isinstance(item, tuple) and item[0] == "progress"]
+        if not items and not reports:
             return
         self._learn_secrets(items)
         rows = _Rows(self, self.encoder)
@@ -434,17 +474,49 @@ class Recording:
             except BaseException:  # its values cannot be read: still kept, and shown as ended
                 _log.debug("promptimus.board could not record run %s", span.name, exc_info=True)
                 run_rows.append(rows.bare_run(span))
-        if not spans and not run_rows:
+        progress = self._progress_rows(reports)
+        if not spans and not run_rows and not progress:
             return
         with self._file.using() as db:
             self._file.begin(db)
             try:
                 kept = _insert(db, _INSERT_SPANS, spans) + _insert(db, _INSERT_RUNS, run_rows)
+                _insert(db, _INSERT_PROGRESS, progress)
+                for run_id in {row[0] for row in progress}:  # the latest of each run kept
+                    db.execute(_TRIM_PROGRESS, (run_id, run_id, _MAX_PROGRESS))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")
                 raise
         self.written += kept
+
+    def _progress_rows(self, reports: list[_Progress]) -> list[tuple[Any, ...]]:
+        """The rows of the batch's progress reports, the latest `_MAX_PROGRESS` of each run,
+        secrets redacted and messages cut."""
+        latest: dict[int, list[_Progress]] = {}
+        for report in reports:
+            latest.setdefault(id(report.run), []).append(report)
+        enc = self.encoder
+        if reports:
+            enc.add_secrets(secret_env_values())
+        found = []
+        for kept in latest.values():
+            for report in kept[-_MAX_PROGRESS:]:
+                message = enc.redact(report.message)
+                if len(message) > _PROGRESS_CHARS:
+                    dropped = len(message) - _PROGRESS_CHARS
+                    message = f"{message[:_PROGRESS_CHARS]}… [truncated {dropped} characters]"
+                found.append(
+                    (
+                        self.span_id(report.run),
+                        enc.redact(report.tool_call_id[:200]),
+                        enc.redact(report.tool[:200]),
+                        message,
+                        report.fraction,
+                        report.at,
+                    )
+                )
+        return found
 
     def span_id(self, span: _Span | None) -> str | None:
         if span is None:
@@ -848,6 +920,16 @@ _INSERT_RUNS = (
     "INSERT OR REPLACE INTO runs (id, name, request, status, started, ended, tokens, cost, "
     "error, answer, paused_state, resumes, session) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+_INSERT_PROGRESS = (
+    "INSERT INTO tool_progress (run_id, tool_call_id, tool, message, fraction, at) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+# all but the latest `?` reports of a run
+_TRIM_PROGRESS = (
+    "DELETE FROM tool_progress WHERE run_id = ? AND id <= (SELECT id FROM tool_progress "
+    "WHERE run_id = ? ORDER BY id DESC LIMIT 1 OFFSET ?)"
 )
 
 

@@ -1,6 +1,7 @@
 """The Runs pages: the list of recorded runs (filter by status, search the request and answer)
 and one run: its span tree as a waterfall, the compactions of its conversation, the model calls'
-messages, the tool calls and their results, and the error where it broke."""
+messages, the tool calls and their results, what the tools reported while they ran (kept up to
+date while the run runs), and the error where it broke."""
 
 from __future__ import annotations
 
@@ -154,8 +155,46 @@ def run_page(path: Path, run_id: str) -> str | None:
     elif run["error"]:
         facts += f"<h2>Error</h2><pre class='text err'>{esc(run['error'])}</pre>"
     body = facts + "<h2>Spans</h2>" + _waterfall(run, spans) + _compactions(spans)
-    body += _tool_calls(spans) + _calls(spans)
-    return page(_short(run["request"], 60) or str(run["name"]), "runs", body)
+    running = run["status"] == "running"
+    body += _tool_calls(spans) + _progress(path, run_id, running=running) + _calls(spans)
+    return page(_short(run["request"], 60) or str(run["name"]), "runs", body, live=running)
+
+
+def _percent(fraction: Any) -> str:
+    value = number(fraction)
+    return "" if value is None else f"{value * 100:.0f}%"
+
+
+def _progress(path: Path, run_id: str, *, running: bool) -> str:
+    """What the run's tools reported while they ran, per tool call in the order they first
+    reported: the latest message and fraction, then each report. A running run's section is
+    fetched again every few seconds (the page is live)."""
+    found, problem = read(
+        path, "SELECT * FROM tool_progress WHERE run_id = ? ORDER BY id", (run_id,)
+    )
+    calls: dict[str, list[dict[str, Any]]] = {}
+    for row in found:
+        calls.setdefault(str(row.get("tool_call_id")), []).append(row)
+    if not calls and (not problem or "no such table" in problem):
+        return "<div id=live></div>" if running else ""
+    out = []
+    for call_id, reports in calls.items():
+        last = reports[-1]
+        shown = _percent(last.get("fraction"))
+        bar = f"<progress max=1 value={number(last.get('fraction'))}></progress> " if shown else ""
+        items = "".join(
+            f"<li>{esc(r.get('message'))} <span class=fraction>{_percent(r.get('fraction'))}"
+            f"</span> <span class=when>{esc(when(r.get('at')))}</span></li>"
+            for r in reports
+        )
+        out.append(
+            f"<div class=progress><h3>{esc(last.get('tool'))} <code>{esc(call_id)}</code></h3>"
+            f"<p class=latest>{bar}latest: {esc(last.get('message'))}"
+            + (f" ({shown})" if shown else "")
+            + f"</p><ol>{items}</ol></div>"
+        )
+    section = "<h2>Tool progress</h2>" + _problem(problem) + "".join(out)
+    return f"<div id=live>{section}</div>" if running else section
 
 
 def _plain(text: Any) -> str:

@@ -12,6 +12,10 @@ Each module call, model call and tool call inside it is a span, with its parent 
 - `spans`: id, run, parent, name (the module path; a model call is `<path>.llm`), kind
   ("AGENT", "CHAIN", "TOOL", "LLM", ...), start and end, status, error, input and output
   (JSON text), the model, token counts, cost, and for a model call its messages and reply.
+- `tool_progress`: what a tool reported while it ran (`ctx.progress(...)`): the run, the tool
+  call's id, the tool's name, the message, the fraction done (None when the tool cannot tell)
+  and when (Unix seconds); written while the run runs, the latest ones of each run kept (a
+  file written before this table existed gains it when it is next recorded into).
 """
 
 from __future__ import annotations
@@ -57,6 +61,16 @@ CREATE TABLE IF NOT EXISTS spans (
     cost REAL
 );
 CREATE INDEX IF NOT EXISTS spans_run ON spans (run_id, started);
+CREATE TABLE IF NOT EXISTS tool_progress (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL,
+    tool_call_id TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    message TEXT NOT NULL,
+    fraction REAL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tool_progress_run ON tool_progress (run_id, id);
 """
 
 
