@@ -16,9 +16,9 @@ from long_conversation import lookup, responses_responder, turn_text
 
 from promptimus.agents import OpenaiToolCallingAgent
 from promptimus.agents.events import CompactionEvent, FinalResult
-from promptimus.dto import Message
+from promptimus.dto import Message, MessageRole
 from promptimus.dto.run_record import RunRecord
-from promptimus.errors import ContextWindowExceeded
+from promptimus.errors import ContextWindowExceeded, MalformedReply
 from promptimus.llms import OpenAIResponses
 from promptimus.modules import ClearToolResults, Compactor, Summarize
 from promptimus.testing import FakeOpenAIServer
@@ -174,3 +174,29 @@ async def test_a_bad_context_management_entry_is_refused(
     client = openai.AsyncOpenAI(api_key=srv.api_key, base_url=srv.base_url)
     with pytest.raises(openai.BadRequestError, match="context_management"):
         await client.responses.create(model="gpt-test", input="Hi", context_management=[entry])
+
+
+@pytest.mark.parametrize("content", [None, "", 7])
+async def test_a_compaction_item_without_its_content_is_refused(
+    srv: FakeOpenAIServer, content: Any
+) -> None:
+    body = {
+        "id": "resp_1",
+        "object": "response",
+        "status": "completed",
+        "model": "gpt-test",
+        "output": [
+            {"id": "cmp_1", "type": "compaction", "encrypted_content": content},
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "assistant",
+                "status": "completed",
+                "content": [{"type": "output_text", "text": "Hello.", "annotations": []}],
+            },
+        ],
+        "usage": {"input_tokens": 5, "output_tokens": 2, "total_tokens": 7},
+    }
+    srv.responses.respond_with(lambda _: body)
+    with pytest.raises(MalformedReply, match="encrypted_content"):
+        await llm(srv).achat([Message(role=MessageRole.USER, content="Hi")])
