@@ -200,3 +200,18 @@ async def test_a_compaction_item_without_its_content_is_refused(
     srv.responses.respond_with(lambda _: body)
     with pytest.raises(MalformedReply, match="encrypted_content"):
         await llm(srv).achat([Message(role=MessageRole.USER, content="Hi")])
+
+
+async def test_a_conversation_continued_by_response_id_fits_too(srv: FakeOpenAIServer) -> None:
+    chained = OpenAIResponses(
+        "gpt-test",
+        api_key=srv.api_key,
+        base_url=srv.base_url,
+        retry=RETRY,
+        store=True,
+        conversation="previous_response_id",
+    )
+    _, records = await play(agent(chained, native()), stream=False)
+
+    assert any(record.compactions for record in records)
+    assert all("previous_response_id" in b for b in srv.responses.requests[1:])
