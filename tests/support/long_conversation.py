@@ -13,6 +13,7 @@ from promptimus.testing import (
     GeminiCall,
     GeminiReply,
     Reply,
+    ResponsesReply,
     Thinking,
     ToolCall,
 )
@@ -90,3 +91,24 @@ def gemini_responder(body: dict[str, Any]) -> GeminiReply:
     return GeminiReply(
         calls=[GeminiCall("lookup", {"key": f"a{n}"}), GeminiCall("lookup", {"key": f"b{n}"})]
     )
+
+
+def responses_responder(body: dict[str, Any]) -> ResponsesReply:
+    """The conversation on the fake Responses API: the turn a tool result belongs to is read from
+    the result itself, since server-side compaction may have replaced the user's message."""
+    given = body["input"]
+    last = given[-1] if isinstance(given, list) else {"content": given}
+    if last.get("type") == "function_call_output":
+        found = re.search(r"record a(\d+)|record b(\d+)", str(last["output"]))
+        n = next((g for g in found.groups() if g), "0") if found else "0"
+        return ResponsesReply(content=f"Done with turn {n}.")
+    n = _turn(payloads_text(last.get("content")))
+    return ResponsesReply(
+        tool_calls=[ToolCall("lookup", {"key": f"a{n}"}), ToolCall("lookup", {"key": f"b{n}"})]
+    )
+
+
+def payloads_text(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+    return str(content)

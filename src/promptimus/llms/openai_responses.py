@@ -119,6 +119,12 @@ class OpenAIResponses(StreamChecks):
     hosted_tools = True
     """This API runs hosted tools (`promptimus.tools.HostedTool`) itself."""
 
+    server_compaction = True
+    """This API compacts a conversation on its server (``context_management`` with a
+    ``compact_threshold``): ``Compactor(native=True)`` leaves its steps to it, and the
+    ``compaction`` item it returns (`Message.context_edits`) goes back in place of what it
+    replaced."""
+
     def _says_something(self, delta: MessageDelta) -> bool:
         """A reasoning item or a hosted call is output too: it goes back with the next request."""
         return bool(

@@ -21,6 +21,7 @@ from typing import Any
 from promptimus.dto import Message, MessageDelta, ToolCallDelta
 from promptimus.errors import ContentFiltered, EmptyReply, MalformedReply, OutputTruncated
 from promptimus.llms.openai_responses_format import (
+    compaction_item,
     function_call,
     hosted_call,
     read_output,
@@ -216,6 +217,8 @@ class StreamReader:
                 )
                 return MessageDelta(tool_calls=[fragment])
             return None
+        if kind == "compaction":
+            return MessageDelta(context_edits=[compaction_item(item, "a compaction item")])
         if isinstance(kind, str) and kind.endswith("_call"):
             return MessageDelta(hosted_calls=[hosted_call(item)])
         return None

@@ -33,6 +33,7 @@ from promptimus.errors import MalformedReply, RequestRejected
 
 __all__ = [
     "PROVIDER",
+    "compaction_item",
     "hosted_call",
     "reasoning_block",
     "reasoning_ids",
@@ -92,13 +93,15 @@ def _reasoning_item(
 def _assistant_items(
     message: Message, stored: bool, unreadable: Container[str]
 ) -> list[dict[str, Any]]:
-    items: list[dict[str, Any]] = []
+    # the server's compaction of the input came first in its output
+    items: list[dict[str, Any]] = [dict(edit) for edit in _compactions(message)]
+    compacted = len(items)
     outputs = 0
     for block in message.thinking or ():
         item = _reasoning_item(block, stored, unreadable)
         if item is not None:
             items.append(item)
-    reasoning = len(items)
+    reasoning = len(items) - compacted
     for call in message.hosted_calls or ():
         if call.provider == PROVIDER and call.item:
             items.append(dict(call.item))
@@ -118,7 +121,7 @@ def _assistant_items(
         outputs += 1
     if reasoning and not outputs:
         # a reasoning item must be followed by what it led to; alone it would be refused
-        del items[:reasoning]
+        del items[compacted : compacted + reasoning]
     return items
 
 
@@ -127,9 +130,15 @@ def to_input(
 ) -> list[dict[str, Any]]:
     """The ``input`` items for ``history``; ``stored``: the server keeps what it sends (so a
     reasoning item without its encrypted content may still go back by id); ``unreadable``: ids
-    of reasoning items the server refused to read, left out."""
+    of reasoning items the server refused to read, left out. A compaction item the server
+    returned stands for everything before it: only the system messages before
+    the latest one are sent."""
     items: list[dict[str, Any]] = []
-    for message in history:
+    latest = max((i for i, m in enumerate(history) if _compactions(m)), default=0)
+    for message in history[:latest]:
+        if message.role is MessageRole.SYSTEM:
+            items.append({"role": message.role.value, "content": _user_content(message)})
+    for message in history[latest:]:
         role = message.role
         if role is MessageRole.ASSISTANT:
             items.extend(_assistant_items(message, stored, unreadable))
@@ -320,6 +329,22 @@ def reasoning_block(item: dict[str, Any], where: str) -> ThinkingBlock:
     )
 
 
+def compaction_item(item: dict[str, Any], where: str) -> dict[str, Any]:
+    """A ``compaction`` item the server made of the request's input (server-side compaction),
+    kept as it came: it goes back in later requests in place of what it replaced."""
+    content = item.get("encrypted_content")
+    if not isinstance(content, str) or not content:
+        raise MalformedReply(f"{where}.encrypted_content is missing, expected the compaction")
+    kept = {"type": "compaction", "encrypted_content": content}
+    if isinstance(item.get("id"), str):
+        kept["id"] = item["id"]
+    return kept
+
+
+def _compactions(message: Message) -> list[dict[str, Any]]:
+    return [e for e in message.context_edits or () if e.get("type") == "compaction"]
+
+
 def hosted_call(item: dict[str, Any]) -> HostedToolCall:
     """A `HostedToolCall` for an item of a tool the server ran (``web_search_call``...)."""
     kind = str(item.get("type"))
@@ -373,6 +398,7 @@ def read_output(data: dict[str, Any]) -> Message:
     calls: list[ToolRequest] = []
     thinking: list[ThinkingBlock] = []
     hosted: list[HostedToolCall] = []
+    compactions: list[dict[str, Any]] = []
     for i, item in enumerate(output):
         where = f"output[{i}]"
         if not isinstance(item, dict):
@@ -386,6 +412,8 @@ def read_output(data: dict[str, Any]) -> Message:
             refusals.append(refused)
         elif kind == "function_call":
             calls.append(function_call(item, where))
+        elif kind == "compaction":
+            compactions.append(compaction_item(item, where))
         elif isinstance(kind, str) and kind.endswith("_call"):
             hosted.append(hosted_call(item))
     content = "".join(text)
@@ -405,4 +433,5 @@ def read_output(data: dict[str, Any]) -> Message:
         finish_reason="tool_calls" if calls else "stop",
         model_name=model if isinstance(model, str) and model else None,
         response_id=response_id if isinstance(response_id, str) and response_id else None,
+        context_edits=compactions or None,
     )

@@ -16,7 +16,17 @@ refuses, with the real API's status and wording:
 - a function tool or a ``json_schema`` format that is strict (the default) with a schema that
   breaks strict mode's rules, an unknown tool type or ``include`` value -- 400;
 - with ``context_window`` set on the server, an input longer than it (one token per word) --
-  400 ``context_length_exceeded``.
+  400 ``context_length_exceeded``;
+- a ``compaction`` item whose encrypted content the server did not issue, or a
+  ``context_management`` entry that is not ``{"type": "compaction", "compact_threshold": N}``
+  -- 400.
+
+Server-side compaction (``context_management=[{"type": "compaction", "compact_threshold":
+N}]``): when the input the server reads is over N tokens, everything in it but the system and
+developer messages is replaced by one ``compaction`` item (`COMPACTION_TOKENS` in size) before
+the window is checked; that item comes first in the output, and the usage counts the input as
+compacted. An input holding a compaction item is read from its latest one on (with the system
+and developer messages before it): that item stands for what came before.
 
 Faults are scripted as on the chat route: a status fault (429 with Retry-After...) answers
 instead; in a stream, ``Fault.cut`` ends it before its final event, ``Fault.drop`` closes the
@@ -74,6 +84,9 @@ INCLUDABLE = frozenset(
     }
 )
 _OUTPUT_TYPES = ("function_call", "message")
+COMPACTION_TOKENS = 40
+"""What one compaction item counts for in the input, in place of what it replaced."""
+_KEPT_ROLES = ("system", "developer")
 
 
 class Rejected(Exception):
@@ -133,6 +146,8 @@ def _item_words(item: Any) -> int:
         return _words(item)
     if not isinstance(item, dict):
         return 0
+    if item.get("type") == "compaction":
+        return COMPACTION_TOKENS
     content = item.get("content")
     if isinstance(content, str):
         return _words(content)
@@ -140,6 +155,62 @@ def _item_words(item: Any) -> int:
     if isinstance(content, list):
         total += sum(_words(p.get("text")) for p in content if isinstance(p, dict))
     return total
+
+
+def _kept(item: Any) -> bool:
+    """Whether compaction leaves `item` in place: the system and developer messages."""
+    return isinstance(item, dict) and item.get("role") in _KEPT_ROLES
+
+
+def _rendered(items: list[Any]) -> list[Any]:
+    """What the server reads of `items`: from the latest compaction item on, after the system
+    and developer messages before it."""
+    last = max(
+        (
+            i
+            for i, item in enumerate(items)
+            if isinstance(item, dict) and item.get("type") == "compaction"
+        ),
+        default=None,
+    )
+    if last is None:
+        return items
+    return [*(item for item in items[:last] if _kept(item)), *items[last:]]
+
+
+def _compact_threshold(body: dict[str, Any]) -> int | None:
+    """The ``compact_threshold`` of the request's ``context_management`` (None: none); a
+    `Rejected` for an entry the API does not take."""
+    entries = body.get("context_management")
+    if entries is None:
+        return None
+    if not isinstance(entries, list):
+        raise Rejected(
+            400,
+            "Invalid type for 'context_management': expected an array of objects.",
+            param="context_management",
+        )
+    threshold: int | None = None
+    for index, entry in enumerate(entries):
+        where = f"context_management[{index}]"
+        if not isinstance(entry, dict) or entry.get("type") != "compaction":
+            kind = entry.get("type") if isinstance(entry, dict) else entry
+            raise Rejected(
+                400,
+                f"Invalid value: '{kind}' for '{where}.type'. Supported values are: 'compaction'.",
+                param=f"{where}.type",
+            )
+        value = entry.get("compact_threshold")
+        if value is None:
+            continue
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise Rejected(
+                400,
+                f"Invalid '{where}.compact_threshold': expected a positive integer, got {value!r}.",
+                param=f"{where}.compact_threshold",
+            )
+        threshold = value
+    return threshold
 
 
 def _user_text(items: list[Any]) -> str:
@@ -161,6 +232,9 @@ class ResponsesRoute(Route):
         """Per stored response id, the whole conversation it ends (its input and output)."""
         self._stored_items: set[str] = set()
         self._encrypted: dict[str, str] = {}
+        self._compactions: set[str] = set()
+        self.outputs: list[list[dict[str, Any]]] = []
+        """The output items of each response sent, in order."""
         self._ids = itertools.count(1)
 
     def clear(self) -> None:
@@ -169,6 +243,8 @@ class ResponsesRoute(Route):
         self.stored.clear()
         self._stored_items.clear()
         self._encrypted.clear()
+        self._compactions.clear()
+        self.outputs.clear()
 
     def forget(self, response_id: str | None = None) -> None:
         """Forget one stored response (every one: None), as the API does once it expires."""
@@ -183,15 +259,19 @@ class ResponsesRoute(Route):
         project change does: encrypted content sent back from before is refused (400
         ``invalid_encrypted_content``)."""
         self._encrypted.clear()
+        self._compactions.clear()
 
     def _new_id(self, prefix: str) -> str:
         return f"{prefix}_fake{next(self._ids):04d}"
 
     # --- checking a request ------------------------------------------------------------------
 
-    def _check(self, body: dict[str, Any], window: int | None) -> list[Any]:
-        """The conversation the request continues plus its input; `Rejected` if the API would
-        refuse it."""
+    def _check(
+        self, body: dict[str, Any], window: int | None
+    ) -> tuple[list[Any], dict[str, Any] | None]:
+        """What the server reads of the conversation the request continues plus its input,
+        and the compaction item it made of it (None: not compacted); `Rejected` if the API
+        would refuse it."""
         if not isinstance(body.get("model"), str):
             raise Rejected(400, "Missing required parameter: 'model'.", param="model")
         raw = body.get("input")
@@ -222,6 +302,7 @@ class ResponsesRoute(Route):
                 )
         self._check_tools(body)
         self._check_format(body)
+        threshold = _compact_threshold(body)
         calls = {
             item.get("call_id")
             for item in earlier
@@ -229,9 +310,20 @@ class ResponsesRoute(Route):
         }
         for index, item in enumerate(raw):
             self._check_item(item, index, raw, calls)
+        conversation = _rendered([*earlier, *raw])
+        compaction: dict[str, Any] | None = None
+        if threshold is not None and sum(map(_item_words, conversation)) > threshold:
+            token = "gAAAA" + secrets.token_urlsafe(32)
+            self._compactions.add(token)
+            compaction = {
+                "id": self._new_id("cmp"),
+                "type": "compaction",
+                "encrypted_content": token,
+            }
+            conversation = [item for item in conversation if _kept(item)]
         if window is not None:
-            needed = sum(_item_words(item) for item in [*earlier, *raw])
-            needed += int(body.get("max_output_tokens") or 0)
+            needed = sum(_item_words(item) for item in conversation)
+            needed += _item_words(compaction) + int(body.get("max_output_tokens") or 0)
             if needed > window:
                 raise Rejected(
                     400,
@@ -240,7 +332,7 @@ class ResponsesRoute(Route):
                     param="input",
                     code="context_length_exceeded",
                 )
-        return [*earlier, *raw]
+        return conversation, compaction
 
     def _check_tools(self, body: dict[str, Any]) -> None:
         for index, tool in enumerate(body.get("tools") or ()):
@@ -316,6 +408,16 @@ class ResponsesRoute(Route):
         item_id = item.get("id")
         if kind == "reasoning":
             self._check_reasoning(item, index, items)
+        elif kind == "compaction":
+            if item.get("encrypted_content") not in self._compactions:
+                raise Rejected(
+                    400,
+                    f"The encrypted content of compaction item input[{index}] could not be "
+                    "verified: send back a compaction item as this server returned it.",
+                    param=f"input[{index}].encrypted_content",
+                    code="invalid_encrypted_content",
+                )
+            return
         elif kind == "function_call":
             if not all(isinstance(item.get(k), str) for k in ("call_id", "name", "arguments")):
                 raise Rejected(
@@ -423,12 +525,14 @@ class ResponsesRoute(Route):
 
     # --- building a response -----------------------------------------------------------------
 
-    def _output(self, reply: ResponsesReply, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def _output(
+        self, reply: ResponsesReply, body: dict[str, Any], compaction: dict[str, Any] | None
+    ) -> list[dict[str, Any]]:
         settings = body.get("reasoning")
         reasoning: dict[str, Any] = settings if isinstance(settings, dict) else {}
         summarized = bool(reasoning.get("summary"))
         encrypted = "reasoning.encrypted_content" in (body.get("include") or ())
-        output: list[dict[str, Any]] = []
+        output: list[dict[str, Any]] = [] if compaction is None else [compaction]
         for summary in reply.summaries:
             item_id = self._new_id("rs")
             token = "gAAAA" + secrets.token_urlsafe(24)
@@ -481,11 +585,14 @@ class ResponsesRoute(Route):
         reply: ResponsesReply,
         body: dict[str, Any],
         conversation: list[Any],
+        compaction: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
-        output = self._output(reply, body)
+        output = self._output(reply, body, compaction)
+        self.outputs.append(output)
         response_id = self._new_id("resp")
         given = reply.usage or {}
-        input_tokens = given.get("input_tokens", sum(_item_words(i) for i in conversation))
+        read = [*conversation, *([] if compaction is None else [compaction])]
+        input_tokens = given.get("input_tokens", sum(_item_words(i) for i in read))
         reasoning_tokens = given.get(
             "reasoning_tokens", sum(_words(s) for s in reply.summaries) * 3
         )
@@ -538,7 +645,7 @@ class ResponsesRoute(Route):
         """Answer one request to `server` (the `FakeOpenAIServer` this route belongs to, whose
         script queue, faults and settings it shares)."""
         try:
-            conversation = self._check(body, server.context_window)
+            conversation, compaction = self._check(body, server.context_window)
         except Rejected as exc:
             if server.record:
                 self._record(body)
@@ -562,7 +669,7 @@ class ResponsesRoute(Route):
         except TypeError as exc:
             await _send_json(conn, payloads.error_body(500, f"fake server: {exc}"), 500)
             return
-        data = self._response(reply, body, conversation)
+        data = self._response(reply, body, conversation, compaction)
         if not streaming:
             await _send_json(conn, data)
             return
@@ -654,7 +761,11 @@ def _item_events(index: int, item: dict[str, Any]) -> Iterator[dict[str, Any]]:
         added["arguments"] = ""
     elif kind == "reasoning":
         added["summary"] = []
+    elif kind == "compaction":
+        added = dict(item)
     yield {"type": "response.output_item.added", "output_index": index, "item": added}
+    if kind == "compaction":
+        yield {"type": "response.compaction.compacting", **where}
     if kind == "reasoning":
         for number, part in enumerate(item["summary"]):
             at = {**where, "summary_index": number}

@@ -14,6 +14,7 @@ import dataclasses
 
 from ...dto import Message, Usage
 from ...dto.run_record import CompactionRecord
+from ...modules.compaction.token_count import conversation_tokens
 from ..events import CompactionEvent
 from .active_run import ActiveRun
 from .model_call import ModelRequest
@@ -68,10 +69,17 @@ def keep_compacted_history(run: ActiveRun) -> None:
 
 def with_native_edits(run: ActiveRun, request: ModelRequest) -> ModelRequest:
     """`request` carrying the context edits of a native compactor (``Compactor(native=True)``
-    on a provider whose server clears context itself), unless the request sets its own."""
+    on a provider whose server clears context itself), or its server-side compaction entry,
+    unless the request sets its own."""
     compactor = run.agent.predictor.compactor
     if compactor is None or "context_management" in request.params:
         return request
+    threshold = compactor.native_threshold(run.llm)
+    if threshold is not None:
+        entry = {"type": "compaction", "compact_threshold": threshold}
+        return dataclasses.replace(
+            request, params={**request.params, "context_management": [entry]}
+        )
     edits = compactor.native_edits(run.llm)
     if not edits:
         return request
@@ -85,6 +93,9 @@ def record_native_compaction(run: ActiveRun, request: ModelRequest, reply: Messa
     what its edits cleared), before the step itself is recorded."""
     if not reply.context_edits or "context_management" not in request.params:
         return
+    if any(edit.get("type") == "compaction" for edit in reply.context_edits):
+        _record_server_compaction(run, request, reply)
+        return
     cleared = sum(_count(edit.get("cleared_input_tokens")) for edit in reply.context_edits)
     after = reply.usage.prompt_tokens if reply.usage is not None else 0
     steps = tuple(
@@ -95,6 +106,18 @@ def record_native_compaction(run: ActiveRun, request: ModelRequest, reply: Messa
     run.record.compactions.append(CompactionRecord(step, after + cleared, after, steps, Usage()))
     if run.emit is not None:
         run.emit(CompactionEvent(step, after + cleared, after, steps, Usage()))
+
+
+def _record_server_compaction(run: ActiveRun, request: ModelRequest, reply: Message) -> None:
+    """A step whose input the server compacted into one item: after, the input it read
+    (its usage); before, the conversation's size as the trigger counts it."""
+    after = reply.usage.prompt_tokens if reply.usage is not None else 0
+    before = conversation_tokens(request.messages)
+    step = len(run.record.steps)
+    steps = ("server_compaction",)
+    run.record.compactions.append(CompactionRecord(step, before, after, steps, Usage()))
+    if run.emit is not None:
+        run.emit(CompactionEvent(step, before, after, steps, Usage()))
 
 
 def _count(value: object) -> int:

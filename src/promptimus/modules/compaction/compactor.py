@@ -59,7 +59,10 @@ class Compactor(Module):
     editing), the steps it has (`ClearToolResults`, `ClearThinking`) are sent with each request
     as its edits, applied by the server above the token trigger, and reported back on the reply
     (`Message.context_edits`); the other steps (`Summarize`) still run here, after the server's
-    edits, when the conversation is still over. On a provider without it, every step runs here.
+    edits, when the conversation is still over. Where the provider compacts the whole
+    conversation on its server (`OpenAIResponses`: ``context_management``), each request asks it
+    to above the token trigger and no step runs here; the compaction item it returns goes back
+    in place of what it replaced. On a provider without either, every step runs here.
     """
 
     def __init__(
@@ -116,6 +119,14 @@ class Compactor(Module):
         """Whether `llm`'s server does this compactor's clearing steps itself (`native` on a
         provider with context editing)."""
         return self.native and getattr(llm, "context_editing", False) is True
+
+    def native_threshold(self, llm: Any = None) -> int | None:
+        """The token size above which `llm`'s server compacts the whole conversation itself
+        (``native`` on a provider with server-side compaction and a token trigger), or None
+        when the steps run here."""
+        if not self.native or getattr(llm, "server_compaction", False) is not True:
+            return None
+        return self.token_limit(llm)
 
     def native_edits(self, llm: Any = None) -> list[dict[str, Any]]:
         """The context edits the server applies for this compactor's steps (empty unless
@@ -193,6 +204,8 @@ class Compactor(Module):
         left to run here (not one the provider's server applies under `native`)."""
         if self.native_for(llm) and all(s.native_edit(None) is not None for s in self._steps):
             return False
+        if self.native_threshold(llm) is not None:
+            return False  # the server compacts it, on every request
         return self.is_over(messages, conversation_tokens(messages), llm)
 
     async def forward(
